@@ -1,0 +1,41 @@
+# AgentRel: `make test` and `make audit` work on a fresh clone; the first use builds .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+MODEL ?= reference/stochastic
+K ?= 16
+TASKS ?= *
+CONCURRENCY ?= 4
+RESULTS ?=
+
+.PHONY: setup test lint format audit bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
+	$(BIN)/python -m pip install -q -e '.[dev,mcp]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+audit: $(STAMP)
+	$(BIN)/agentrel audit --model '$(MODEL)' --k $(K) --tasks '$(TASKS)' --concurrency $(CONCURRENCY) $(if $(RESULTS),--results $(RESULTS),)
+
+bench: $(STAMP)
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	-$(BIN)/agentrel sandbox down 2>/dev/null
+	rm -rf .agentrel results

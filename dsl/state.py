@@ -1,0 +1,182 @@
+"""Full-state dumps: the plain-data form of a sandbox database that the diff and labeler read.
+
+A dump holds every table of the sandbox schema, every row, keyed by its full primary key. Values are
+already normalized by the writer to canonical JSON-safe forms: numeric as decimal strings, timestamps
+as ISO-8601 UTC strings (``2026-01-02T03:04:05Z``), dates as ``YYYY-MM-DD``, booleans, integers, text
+and null. Rows are stored as tuples in column order, because tuple equality is what makes a 200,000-row
+diff cheap.
+
+On disk a dump is gzipped JSONL: one header line with the table metadata, then one line per row,
+``[table, [key...], [values...]]``, tables and keys in sorted order. The digest is SHA-256 over the
+canonical content (not the gzip bytes), so it is stable across compression settings and machines.
+
+This module is pure apart from ``load``/``save``; it does not know Postgres.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT = "agentrel-dump/1"
+
+Value = str | int | bool | None
+Key = tuple[Value, ...]
+Row = tuple[Value, ...]
+
+
+class DumpFormatError(ValueError):
+    """A dump file that cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What the diff and the spec checker need to know about one table."""
+
+    name: str
+    columns: tuple[str, ...]
+    primary_key: tuple[str, ...]
+    volatile: frozenset[str] = frozenset()
+    # Column kind per column: int, text, numeric, bool, date, timestamp, json.
+    kinds: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        missing = [c for c in self.primary_key if c not in self.columns]
+        if missing:
+            raise ValueError(f"table {self.name}: primary key column(s) {missing} not among its columns")
+
+    @property
+    def key_positions(self) -> tuple[int, ...]:
+        return tuple(self.columns.index(c) for c in self.primary_key)
+
+    def kind(self, column: str) -> str:
+        if not self.kinds:
+            return "text"
+        return self.kinds[self.columns.index(column)]
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "columns": list(self.columns),
+            "primary_key": list(self.primary_key),
+            "volatile": sorted(self.volatile),
+            "kinds": list(self.kinds),
+        }
+
+
+@dataclass
+class TableState:
+    info: TableInfo
+    rows: dict[Key, Row] = field(default_factory=dict)
+
+    def add(self, row: Row) -> None:
+        if len(row) != len(self.info.columns):
+            raise ValueError(
+                f"table {self.info.name}: row has {len(row)} values, expected {len(self.info.columns)}"
+            )
+        key = tuple(row[i] for i in self.info.key_positions)
+        self.rows[key] = tuple(row)
+
+    def as_dict(self, key: Key) -> dict[str, Value]:
+        return dict(zip(self.info.columns, self.rows[key], strict=True))
+
+
+@dataclass
+class State:
+    """A full-state dump in memory: table name to its rows keyed by primary key."""
+
+    tables: dict[str, TableState] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, infos: Iterable[TableInfo]) -> State:
+        return cls({i.name: TableState(i) for i in infos})
+
+    def schema(self) -> dict[str, TableInfo]:
+        return {name: t.info for name, t in self.tables.items()}
+
+    def row_count(self) -> int:
+        return sum(len(t.rows) for t in self.tables.values())
+
+    def lines(self) -> Iterator[str]:
+        """The canonical text of the dump, one line at a time (header first)."""
+        header = {"format": FORMAT, "tables": {n: self.tables[n].info.header() for n in sorted(self.tables)}}
+        yield _canonical(header)
+        for name in sorted(self.tables):
+            rows = self.tables[name].rows
+            for key in sorted(rows, key=_sort_key):
+                yield _canonical([name, list(key), list(rows[key])])
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for line in self.lines():
+            h.update(line.encode())
+            h.update(b"\n")
+        return h.hexdigest()
+
+    def save(self, path: Path) -> str:
+        """Write gzipped JSONL; return the digest. ``mtime=0`` keeps the gzip bytes reproducible too."""
+        h = hashlib.sha256()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=3) as gz:
+            for line in self.lines():
+                data = line.encode() + b"\n"
+                h.update(data)
+                gz.write(data)
+        tmp.replace(path)
+        return h.hexdigest()
+
+
+def load(path: Path) -> State:
+    """Read a dump written by ``State.save``; errors name the file and line."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return _parse(fh, str(path))
+    except FileNotFoundError:
+        raise DumpFormatError(f"{path}: no such dump file") from None
+    except (OSError, EOFError) as exc:
+        raise DumpFormatError(f"{path}: not a gzipped AgentRel dump ({exc})") from None
+
+
+def _parse(lines: Iterable[str], name: str) -> State:
+    it = iter(enumerate(lines, start=1))
+    try:
+        _, first = next(it)
+    except StopIteration:
+        raise DumpFormatError(f"{name}:1: empty dump") from None
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError as exc:
+        raise DumpFormatError(f"{name}:1: header is not JSON ({exc.msg})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise DumpFormatError(f"{name}:1: not an {FORMAT} dump header")
+    state = State()
+    for tname, meta in header["tables"].items():
+        info = TableInfo(
+            name=tname,
+            columns=tuple(meta["columns"]),
+            primary_key=tuple(meta["primary_key"]),
+            volatile=frozenset(meta.get("volatile", ())),
+            kinds=tuple(meta.get("kinds", ())),
+        )
+        state.tables[tname] = TableState(info)
+    for lineno, line in it:
+        try:
+            tname, _key, values = json.loads(line)
+            state.tables[tname].add(tuple(values))
+        except (json.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
+            raise DumpFormatError(f"{name}:{lineno}: bad row line ({exc})") from None
+    return state
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def _sort_key(key: Key) -> tuple[tuple[int, Any], ...]:
+    # Keys may mix None/int/str across rows in principle; order by type tag first so sorting never raises.
+    return tuple((0, "") if v is None else (1, v) if isinstance(v, int | bool) else (2, str(v)) for v in key)

@@ -1,0 +1,1 @@
+"""Runs agents against the sandbox: CLI, agent adapters, run matrix, records."""
