@@ -1,0 +1,39 @@
+"""Options shared by several commands, defined once with their environment-variable fallbacks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+Dsn = Annotated[
+    str | None,
+    typer.Option(
+        "--dsn",
+        envvar="AGENTREL_DSN",
+        help="Use an existing Postgres (>= 14) instead of the local cluster.",
+        rich_help_panel="Sandbox",
+    ),
+]
+Backend = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        envvar="AGENTREL_BACKEND",
+        help="local (default), external or docker.",
+        rich_help_panel="Sandbox",
+    ),
+]
+Scale = Annotated[
+    int,
+    typer.Option(
+        "--scale",
+        min=1,
+        help="Multiply the seed data size (about 27,000 rows at 1).",
+        rich_help_panel="Sandbox",
+    ),
+]
+Seed = Annotated[
+    str,
+    typer.Option("--seed", help="Seed of the deterministic data generator.", rich_help_panel="Sandbox"),
+]

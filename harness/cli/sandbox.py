@@ -1,0 +1,125 @@
+"""`agentrel sandbox ...`: start, inspect, reset and dump the Postgres sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli.errors import ExitCode, UserError
+from harness.cli.options import Backend, Dsn, Scale, Seed
+from sandbox.seed import DEFAULT_SEED
+
+app = typer.Typer(help="Start, inspect, reset and dump the Postgres sandbox.", no_args_is_help=True)
+out = Console()
+
+
+@contextmanager
+def sandbox_errors() -> Iterator[None]:
+    """Turn sandbox failures into one clear line with the environment exit code."""
+    from sandbox.servers import SandboxError
+
+    try:
+        yield
+    except SandboxError as exc:
+        raise UserError(str(exc), ExitCode.ENVIRONMENT) from None
+
+
+def _open(dsn: str | None, backend: str | None, seed: str = DEFAULT_SEED, scale: int = 1):
+    from sandbox.sandbox import Sandbox
+
+    return Sandbox.open(dsn, backend, seed=seed, scale=scale)
+
+
+@app.command()
+def up(dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1) -> None:
+    """Start the server (if needed) and build the seed template."""
+    with sandbox_errors(), out.status("building the seed template"):
+        sb = _open(dsn, backend, seed, scale)
+        tpl = sb.seed_template()
+    out.print(f"sandbox up: {sb.server.name} server, seed template {tpl.name}")
+    out.print(f"seed digest {tpl.digest}")
+
+
+@app.command()
+def status(dsn: Dsn = None, backend: Backend = None) -> None:
+    """Show the backend, its location and version, the seed digest and the databases."""
+    from sandbox.sandbox import Sandbox
+    from sandbox.servers import resolve_server
+
+    with sandbox_errors():
+        st = Sandbox(resolve_server(dsn, backend)).status()
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("backend", st.server.backend)
+    table.add_row("location", st.server.location)
+    table.add_row("running", "yes" if st.server.running else "no")
+    for key, value in st.server.extra.items():
+        table.add_row(key, value)
+    table.add_row("server version", st.version or "-")
+    table.add_row("seed digest", st.seed_digest or "-")
+    table.add_row("templates", str(len(st.templates)))
+    table.add_row("run databases", str(len(st.run_databases)))
+    out.print(table)
+
+
+@app.command()
+def down(dsn: Dsn = None, backend: Backend = None) -> None:
+    """Stop the server (the local cluster or the docker container; never an external server)."""
+    from sandbox.servers import resolve_server
+
+    with sandbox_errors():
+        resolve_server(dsn, backend).stop()
+    out.print("sandbox down")
+
+
+@app.command()
+def reset(dsn: Dsn = None, backend: Backend = None) -> None:
+    """Drop every AgentRel database (templates and runs) and the dump cache; they are rebuilt on next use."""
+    with sandbox_errors():
+        dropped = _open(dsn, backend).reset()
+    out.print(f"dropped {len(dropped)} database(s)")
+
+
+@app.command()
+def digest(dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1) -> None:
+    """Print the seed digest: SHA-256 of the full-state dump of the seeded database."""
+    with sandbox_errors():
+        tpl = _open(dsn, backend, seed, scale).seed_template()
+    typer.echo(tpl.digest)
+
+
+@app.command()
+def dump(
+    dbname: Annotated[str, typer.Argument(help="Database to dump (e.g. a run or template database).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the gzipped JSONL dump.")],
+    dsn: Dsn = None,
+    backend: Backend = None,
+) -> None:
+    """Write a full-state dump of DBNAME; print its digest."""
+    from sandbox.dump import dump_database
+
+    with sandbox_errors():
+        sb = _open(dsn, backend)
+        if not sb.dbs.exists(dbname):
+            raise UserError(
+                f"no database named {dbname!r} on the {sb.server.name} server; "
+                "`agentrel sandbox status` lists them",
+                ExitCode.BAD_INPUT,
+            )
+        state = dump_database(sb.server.conninfo(dbname))
+    try:
+        digest_ = state.save(output)
+    except OSError as exc:
+        raise UserError(f"cannot write {output}: {exc.strerror}") from None
+    out.print(f"wrote {output} ({state.row_count()} rows) digest {digest_}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="sandbox")

@@ -1,0 +1,218 @@
+"""Database lifecycle on a server: the seed template, task templates, per-run clones, orphan cleanup.
+
+Names say what a database is: `agentrel_seed_<key>`, `agentrel_task_<key>`, and
+`agentrel_run_<host>_<pid>_<nonce>`. A run database whose owning process on this host is gone was
+orphaned by a crash and is dropped by `drop_orphans()` at the next start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from dsl.state import State
+from sandbox import seed as seedgen
+from sandbox.dump import create_schema, dump_database, load_state
+from sandbox.schema import schema_digest
+from sandbox.servers.base import SandboxError, Server
+
+PREFIX = "agentrel_"
+RUN_PREFIX = f"{PREFIX}run_"
+HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    digest: str  # SHA-256 of the full-state dump of this template
+
+
+class Databases:
+    """Creates and drops AgentRel databases on one server. Connections are short-lived and autocommit."""
+
+    def __init__(self, server: Server, cache_dir: Path | None = None) -> None:
+        self.server = server
+        self.cache_dir = cache_dir
+
+    # -- plumbing ----------------------------------------------------------------------------------
+    def admin(self) -> psycopg.Connection:
+        return psycopg.connect(self.server.conninfo("postgres"), autocommit=True)
+
+    def list(self, prefix: str = PREFIX) -> list[str]:
+        with self.admin() as conn:
+            rows = conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE %s ORDER BY 1",
+                (prefix.replace("_", r"\_") + "%",),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def exists(self, name: str) -> bool:
+        with self.admin() as conn:
+            return (
+                conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+            )
+
+    def comment(self, name: str) -> str | None:
+        with self.admin() as conn:
+            row = conn.execute(
+                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", (name,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def drop(self, name: str) -> None:
+        with self.admin() as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+    def clone(self, template: str, name: str) -> None:
+        with self.admin() as conn:
+            # FILE_COPY (Postgres 15+) copies files instead of WAL-logging every page: a run database is
+            # dropped soon after, so the default strategy's dirty pages would only be written for nothing.
+            strategy = sql.SQL(" STRATEGY FILE_COPY" if conn.info.server_version >= 150000 else "")
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}{}").format(
+                    sql.Identifier(name), sql.Identifier(template), strategy
+                )
+            )
+
+    def _publish(self, tmp: str, final: str, digest: str) -> None:
+        with self.admin() as conn:
+            conn.execute(
+                sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(tmp), sql.Literal(digest))
+            )
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(tmp), sql.Identifier(final))
+            )
+
+    # -- templates -----------------------------------------------------------------------------------
+    def seed_template(self, seed: str = seedgen.DEFAULT_SEED, scale: int = 1) -> Template:
+        """The seeded enterprise, built once per (schema, generator, seed, scale) and reused."""
+        key = hashlib.sha256(
+            f"{schema_digest()}|{seedgen.GENERATOR_VERSION}|{seed}|{scale}".encode()
+        ).hexdigest()
+        name = f"{PREFIX}seed_{key[:16]}"
+        digest = self.comment(name) if self.exists(name) else None
+        if digest:
+            return Template(name, digest)
+        state = seedgen.generate(seed, scale)
+        expected = state.digest()
+        tmp = self._tmp_name()
+        with self.admin() as conn:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(sql.Identifier(tmp))
+            )
+        try:
+            with psycopg.connect(self.server.conninfo(tmp)) as conn:
+                create_schema(conn)
+                load_state(conn, state)
+            got = dump_database(self.server.conninfo(tmp)).digest()
+            if got != expected:
+                raise SandboxError(
+                    f"seed round trip mismatch (generated {expected[:12]}, loaded {got[:12]}): "
+                    "the server normalizes values differently; report this with `agentrel sandbox status`"
+                )
+            self._publish(tmp, name, expected)
+        except BaseException:
+            self.drop(tmp)
+            raise
+        self._cache(name, state)
+        return Template(name, expected)
+
+    def task_template(self, base: Template, task_id: str, fixture_sql: str) -> Template:
+        """`base` plus a task's fixture SQL, built once per (base digest, fixture) and reused."""
+        key = hashlib.sha256(f"{base.digest}|{task_id}|{fixture_sql}".encode()).hexdigest()
+        name = f"{PREFIX}task_{key[:20]}"
+        digest = self.comment(name) if self.exists(name) else None
+        if digest:
+            return Template(name, digest)
+        tmp = self._tmp_name()
+        self.clone(base.name, tmp)
+        try:
+            if fixture_sql.strip():
+                with psycopg.connect(self.server.conninfo(tmp)) as conn:
+                    try:
+                        conn.execute(fixture_sql)
+                    except psycopg.Error as exc:
+                        raise SandboxError(
+                            f"task {task_id}: fixture SQL failed: {str(exc).strip().splitlines()[0]}"
+                        ) from None
+            state = dump_database(self.server.conninfo(tmp))
+            digest = state.digest()
+            self._publish(tmp, name, digest)
+        except BaseException:
+            self.drop(tmp)
+            raise
+        self._cache(name, state)
+        return Template(name, digest)
+
+    def template_state(self, template: Template) -> State:
+        """The pre-run dump of a template: computed once, cached on disk, checked by digest."""
+        path = self._cache_path(template.name)
+        if path and path.exists():
+            from dsl.state import DumpFormatError, load
+
+            try:
+                state = load(path)
+                if state.digest() == template.digest:
+                    return state
+            except DumpFormatError:
+                pass
+        state = dump_database(self.server.conninfo(template.name))
+        if state.digest() != template.digest:
+            raise SandboxError(
+                f"template {template.name} no longer matches its digest: run `agentrel sandbox reset`"
+            )
+        self._cache(template.name, state)
+        return state
+
+    def _cache_path(self, name: str) -> Path | None:
+        return self.cache_dir / f"{name}.jsonl.gz" if self.cache_dir else None
+
+    def _cache(self, name: str, state: State) -> None:
+        path = self._cache_path(name)
+        if path:
+            state.save(path)
+
+    # -- run databases --------------------------------------------------------------------------------
+    def create_run(self, template: Template) -> str:
+        name = f"{RUN_PREFIX}{HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
+        self.clone(template.name, name)
+        return name
+
+    def _tmp_name(self) -> str:
+        # Building databases look like run databases, so a crash mid-build is cleaned up the same way.
+        return f"{RUN_PREFIX}{HOST_TAG}_{os.getpid()}_b{secrets.token_hex(3)}"
+
+    def drop_orphans(self) -> list[str]:
+        """Drop run databases of this host whose owning process is gone; return their names."""
+        dropped = []
+        for name in self.list(RUN_PREFIX):
+            parts = name[len(RUN_PREFIX) :].split("_")
+            if len(parts) != 3 or parts[0] != HOST_TAG or not parts[1].isdigit():
+                continue
+            if not _alive(int(parts[1])):
+                self.drop(name)
+                dropped.append(name)
+        return dropped
+
+    def drop_all(self) -> list[str]:
+        names = self.list()
+        for name in names:
+            self.drop(name)
+        return names
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,90 @@
+"""Read a sandbox database into a full-state dump (and load one into an empty database).
+
+Values are normalized inside Postgres (numeric and dates to text, timestamps to ISO-8601 UTC), so the
+Python side only receives str/int/bool/None and the dump of a freshly loaded seed is byte-identical to
+the generated one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+from psycopg import sql
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.types.string import TextLoader
+
+from dsl.state import State, TableInfo
+from sandbox.schema import ddl, sorted_tables, table_infos
+
+
+class _UtcTimestampLoader(Loader):
+    """'2026-01-02 03:04:05.25+00' (server text, TimeZone=UTC) -> '2026-01-02T03:04:05.25Z'."""
+
+    def load(self, data: Buffer) -> str:
+        text = bytes(data).decode()
+        return f"{text[:10]}T{text[11:-3]}Z"
+
+
+def _connect(conninfo: str) -> psycopg.Connection:
+    conn = psycopg.connect(conninfo, autocommit=True)
+    conn.execute("SET TimeZone = 'UTC'")
+    conn.execute("SET DateStyle = ISO")
+    # Text loaders hand back the server's own canonical text: no Decimal or datetime objects to round-trip.
+    for oid_name in ("numeric", "date", "json", "jsonb"):
+        conn.adapters.register_loader(oid_name, TextLoader)
+    conn.adapters.register_loader("timestamptz", _UtcTimestampLoader)
+    return conn
+
+
+def _query(info: TableInfo) -> sql.Composed:
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in info.columns)
+    return sql.SQL("SELECT {} FROM {}").format(cols, sql.Identifier(info.name))
+
+
+def _fetch(conninfo: str, infos: list[TableInfo], state: State) -> None:
+    with _connect(conninfo) as conn, conn.cursor() as cur:
+        for info in infos:
+            rows = state.tables[info.name].rows
+            kp = info.key_positions
+            fetched = cur.execute(_query(info)).fetchall()
+            if kp == (0,):
+                rows.update(((row[0],), row) for row in fetched)
+            else:
+                rows.update((tuple(row[i] for i in kp), row) for row in fetched)
+
+
+def dump_database(conninfo: str, infos: Iterable[TableInfo] | None = None, workers: int = 2) -> State:
+    """Every row of every table. Two connections share the tables: a fresh clone's first reads are
+    dominated by cold buffers and catalog lookups, which the server can serve in parallel."""
+    infos = list(infos or table_infos().values())
+    state = State.empty(infos)
+    shares = [infos[i::workers] for i in range(workers)]
+    with ThreadPoolExecutor(workers) as pool:
+        for future in [pool.submit(_fetch, conninfo, share, state) for share in shares]:
+            future.result()
+    return state
+
+
+def create_schema(conn: psycopg.Connection) -> None:
+    conn.execute(ddl())
+
+
+def load_state(conn: psycopg.Connection, state: State) -> None:
+    """COPY every row of `state` into the (empty, schema-created) database, then advance the sequences."""
+    for table in sorted_tables():
+        ts = state.tables[table.name]
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in ts.info.columns)
+        stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(table.name), cols)
+        with conn.cursor().copy(stmt) as copy:
+            for key in sorted(ts.rows):
+                copy.write_row(ts.rows[key])
+        if "id" in ts.info.columns and ts.info.primary_key == ("id",):
+            conn.execute(
+                sql.SQL(
+                    "SELECT setval(pg_get_serial_sequence({t}, 'id'), COALESCE(MAX(id), 0) + 1, false)"
+                    " FROM {i}"
+                ).format(t=sql.Literal(table.name), i=sql.Identifier(table.name))
+            )

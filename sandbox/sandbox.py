@@ -1,0 +1,74 @@
+"""The sandbox facade the CLI and the harness use: one server, its databases, and the dump cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.databases import Databases, Template
+from sandbox.seed import DEFAULT_SEED
+from sandbox.servers import SandboxError, Server, ServerInfo, resolve_server, server_version
+from sandbox.servers.local import default_home
+
+__all__ = ["Sandbox", "SandboxError", "SandboxStatus"]
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    server: ServerInfo
+    version: str | None
+    seed_digest: str | None
+    templates: list[str]
+    run_databases: list[str]
+
+
+class Sandbox:
+    def __init__(
+        self, server: Server, home: Path | None = None, seed: str = DEFAULT_SEED, scale: int = 1
+    ) -> None:
+        if scale < 1:
+            raise SandboxError(f"--scale must be a positive integer, got {scale}")
+        self.server = server
+        self.home = home or default_home()
+        self.seed = seed
+        self.scale = scale
+        self.dbs = Databases(server, cache_dir=self.home / "dumps")
+
+    @classmethod
+    def open(
+        cls, dsn: str | None = None, backend: str | None = None, seed: str = DEFAULT_SEED, scale: int = 1
+    ) -> Sandbox:
+        """Resolve the backend, start it if needed, and drop run databases orphaned by earlier crashes."""
+        sandbox = cls(resolve_server(dsn, backend), seed=seed, scale=scale)
+        sandbox.server.ensure_running()
+        sandbox.dbs.drop_orphans()
+        return sandbox
+
+    def seed_template(self) -> Template:
+        return self.dbs.seed_template(self.seed, self.scale)
+
+    def version(self) -> str:
+        return server_version(self.server)
+
+    def status(self) -> SandboxStatus:
+        info = self.server.info()
+        if not info.running:
+            return SandboxStatus(info, None, None, [], [])
+        names = self.dbs.list()
+        seeds = [n for n in names if n.startswith("agentrel_seed_")]
+        digest = self.dbs.comment(seeds[0]) if len(seeds) == 1 else None
+        return SandboxStatus(
+            server=info,
+            version=self.version(),
+            seed_digest=digest,
+            templates=[n for n in names if not n.startswith("agentrel_run_")],
+            run_databases=[n for n in names if n.startswith("agentrel_run_")],
+        )
+
+    def reset(self) -> list[str]:
+        dropped = self.dbs.drop_all()
+        cache = self.home / "dumps"
+        if cache.is_dir():
+            for f in cache.glob("*.jsonl.gz"):
+                f.unlink()
+        return dropped

@@ -1,0 +1,309 @@
+"""LocalCluster: a private Postgres cluster (initdb + pg_ctl) on a unix socket, started on demand.
+
+Postgres refuses to run as root. When this process is root, the cluster runs as an unprivileged system
+user, and its data directory and socket are placed where that user can reach them: inside the project's
+home when every parent directory lets the user through, otherwise in a per-home directory under the
+system temp directory (a fresh `mktemp -d` checkout is mode 0700, so the user could not enter it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+from sandbox.servers.base import SandboxError, ServerInfo
+
+SUPERUSER = "agentrel"
+PG_BINARIES = ("initdb", "pg_ctl", "postgres")
+INSTALL_HINT = (
+    "install the PostgreSQL server (Debian: apt-get install postgresql; macOS: brew install postgresql)"
+)
+# A unix socket path must fit in sockaddr_un (107 bytes); leave room for ".s.PGSQL.5432".
+MAX_SOCKET_DIR = 90
+SERVICE_USERS = ("postgres", "agentrel")
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("AGENTREL_HOME") or Path.cwd() / ".agentrel").absolute()
+
+
+def find_bindir() -> Path:
+    """Where initdb/pg_ctl/postgres live: AGENTREL_PG_BINDIR if set (then only there), else PATH,
+    `pg_config --bindir`, and Debian's /usr/lib/postgresql/<version>/bin, newest first."""
+    pinned = os.environ.get("AGENTREL_PG_BINDIR")
+    if pinned:
+        d = Path(pinned)
+        if all((d / b).is_file() for b in PG_BINARIES):
+            return d
+        raise SandboxError(
+            f"AGENTREL_PG_BINDIR={pinned} lacks initdb, pg_ctl or postgres: {INSTALL_HINT}, "
+            "or unset AGENTREL_PG_BINDIR"
+        )
+    candidates: list[Path] = []
+    on_path = shutil.which("pg_ctl")
+    if on_path:
+        candidates.append(Path(on_path).resolve().parent)
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=True)
+            candidates.append(Path(out.stdout.strip()))
+        except (subprocess.CalledProcessError, OSError):
+            pass
+    debian = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: _version_key(p.parent.name))
+    candidates.extend(reversed(debian))
+    for d in candidates:
+        if all((d / b).is_file() and os.access(d / b, os.X_OK) for b in PG_BINARIES):
+            return d
+    raise SandboxError(f"PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: {INSTALL_HINT}")
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in name.split(".") if p.isdigit())
+
+
+class LocalCluster:
+    """The default backend: a cluster owned by this project under AGENTREL_HOME (default `.agentrel/`)."""
+
+    name = "local"
+
+    def __init__(self, home: Path | None = None, port: int = 5432, tcp: bool = False) -> None:
+        self.home = (home or default_home()).absolute()
+        self.port = port
+        self.tcp = tcp
+        self._bindir: Path | None = None
+        self._root = self._choose_root()
+
+    # -- layout --------------------------------------------------------------------------------------
+    @property
+    def datadir(self) -> Path:
+        return self._root / "data"
+
+    @property
+    def sockdir(self) -> Path:
+        return self._root / "sock"
+
+    @property
+    def logfile(self) -> Path:
+        return self._root / "postgres.log"
+
+    def _service_user(self) -> pwd.struct_passwd | None:
+        if os.geteuid() != 0:
+            return None
+        for name in SERVICE_USERS:
+            try:
+                return pwd.getpwnam(name)
+            except KeyError:
+                continue
+        useradd = shutil.which("useradd")
+        if not useradd:
+            raise SandboxError(
+                "running as root needs an unprivileged user for Postgres: create user 'postgres'"
+            )
+        subprocess.run(
+            [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "agentrel"],
+            check=True,
+            capture_output=True,
+        )
+        return pwd.getpwnam("agentrel")
+
+    def _choose_root(self) -> Path:
+        preferred = self.home / "pg"
+        user = self._service_user()
+        if len(str(preferred / "sock")) <= MAX_SOCKET_DIR and (user is None or _reachable(self.home, user)):
+            return preferred
+        tag = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"agentrel-pg-{tag}"
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def conninfo(self, dbname: str) -> str:
+        host = "127.0.0.1" if self.tcp else str(self.sockdir)
+        return f"host={host} port={self.port} user={SUPERUSER} dbname={dbname}"
+
+    def ensure_running(self) -> None:
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot use AGENTREL_HOME {self.home}: {exc.strerror}; point it at a writable directory"
+            ) from None
+        if self._accepting():
+            return
+        self._bin("initdb")  # fail on missing binaries before creating any directory
+        with self._lock():
+            if self._accepting():
+                return
+            self._initdb_if_needed()
+            self._start()
+
+    def stop(self) -> None:
+        if not (self.datadir / "PG_VERSION").exists():
+            return
+        with self._lock():
+            if (self.datadir / "postmaster.pid").exists():
+                self._run(
+                    [self._bin("pg_ctl"), "-D", str(self.datadir), "-m", "fast", "-w", "stop"], check=False
+                )
+
+    def destroy(self) -> None:
+        """Stop the cluster and delete its files (tests and `make clean`)."""
+        self.stop()
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def info(self) -> ServerInfo:
+        running = self._accepting()
+        return ServerInfo(
+            backend=self.name,
+            location=str(self.datadir),
+            running=running,
+            extra={"socket": str(self.sockdir), "home": str(self.home)},
+        )
+
+    def _accepting(self) -> bool:
+        if not (self.datadir / "postmaster.pid").exists():
+            return False
+        try:
+            with psycopg.connect(self.conninfo("postgres"), connect_timeout=3):
+                return True
+        except psycopg.OperationalError:
+            return False
+
+    def _bin(self, name: str) -> str:
+        if self._bindir is None:
+            self._bindir = find_bindir()
+        return str(self._bindir / name)
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        try:
+            self._root.mkdir(parents=True, exist_ok=True)
+            fh = open(self._root / ".lock", "a")  # noqa: SIM115
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot use data directory {self._root}: {exc.strerror}; set AGENTREL_HOME "
+                "to a writable directory"
+            ) from None
+        with fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            yield
+
+    def _initdb_if_needed(self) -> None:
+        if (self.datadir / "PG_VERSION").exists():
+            return
+        initdb = self._bin("initdb")
+        user = self._service_user()
+        for d in (self.datadir, self.sockdir):
+            if d.exists() and any(d.iterdir()) and d == self.datadir:
+                raise SandboxError(
+                    f"data directory {d} exists but is not a Postgres cluster: remove it or set "
+                    "AGENTREL_HOME elsewhere"
+                )
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if user:
+                os.chown(d, user.pw_uid, user.pw_gid)
+        if user:
+            os.chown(self._root, user.pw_uid, user.pw_gid)
+        self._run(
+            [
+                initdb,
+                "-D",
+                str(self.datadir),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
+        )
+        listen = "127.0.0.1" if self.tcp else ""
+        settings = {
+            "listen_addresses": f"'{listen}'",
+            "unix_socket_directories": f"'{self.sockdir}'",
+            "port": str(self.port),
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": "200",
+            "shared_buffers": "'128MB'",
+            "timezone": "'UTC'",
+            "log_min_messages": "warning",
+        }
+        with open(self.datadir / "postgresql.conf", "a") as fh:
+            fh.write("\n# AgentRel sandbox settings\n")
+            fh.writelines(f"{k} = {v}\n" for k, v in settings.items())
+
+    def _start(self) -> None:
+        # A stale pid file left by a killed postmaster is handled by pg_ctl itself.
+        result = self._run(
+            [
+                self._bin("pg_ctl"),
+                "-D",
+                str(self.datadir),
+                "-l",
+                str(self.logfile),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+            check=False,
+        )
+        if result.returncode != 0 or not self._accepting():
+            tail = _tail(self.logfile)
+            raise SandboxError(f"Postgres failed to start in {self.datadir}: {tail or result.stderr.strip()}")
+
+    def _run(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+        user = self._service_user()
+        kwargs: dict = {}
+        env = dict(os.environ, LC_ALL="C", LANG="C")
+        if user:
+            kwargs = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+            env["HOME"] = str(self._root)
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=self._root, **kwargs)
+        except FileNotFoundError:
+            raise SandboxError(f"{argv[0]} not found: {INSTALL_HINT}") from None
+        if check and result.returncode != 0:
+            msg = (result.stderr or result.stdout).strip().splitlines()
+            raise SandboxError(
+                f"{Path(argv[0]).name} failed in {self._root}: {msg[-1] if msg else 'no output'}"
+            )
+        return result
+
+
+def _reachable(home: Path, user: pwd.struct_passwd) -> bool:
+    """Can `user` traverse every directory down to `home` (creating `home` counts as our job)?"""
+    probe = home
+    while not probe.exists():
+        probe = probe.parent
+    for d in [probe, *probe.parents]:
+        st = d.stat()
+        if st.st_uid == user.pw_uid:
+            mode_ok = st.st_mode & 0o100
+        elif st.st_gid == user.pw_gid:
+            mode_ok = st.st_mode & 0o010
+        else:
+            mode_ok = st.st_mode & 0o001
+        if not mode_ok:
+            return False
+    return True
+
+
+def _tail(path: Path, lines: int = 1) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])

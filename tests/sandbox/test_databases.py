@@ -1,0 +1,109 @@
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psycopg
+import pytest
+
+from dsl.state import load
+from sandbox.dump import dump_database
+from sandbox.seed import generate
+from sandbox.servers.local import LocalCluster
+
+
+def test_seed_template_matches_the_generated_data(sandbox):
+    tpl = sandbox.seed_template()
+    assert tpl.digest == generate().digest()
+    assert sandbox.dbs.template_state(tpl).digest() == tpl.digest
+
+
+def test_run_databases_are_isolated_from_each_other_and_from_the_template(sandbox):
+    tpl = sandbox.seed_template()
+    a, b = sandbox.dbs.create_run(tpl), sandbox.dbs.create_run(tpl)
+    try:
+        with psycopg.connect(sandbox.server.conninfo(a), autocommit=True) as conn:
+            conn.execute("UPDATE invoices SET amount = amount + 1 WHERE id = 1")
+            conn.execute(
+                "DELETE FROM group_members WHERE (group_id, user_id) IN "
+                "(SELECT group_id, user_id FROM group_members LIMIT 1)"
+            )
+        changed = dump_database(sandbox.server.conninfo(a)).digest()
+        assert changed != tpl.digest
+        assert dump_database(sandbox.server.conninfo(b)).digest() == tpl.digest
+        assert dump_database(sandbox.server.conninfo(tpl.name)).digest() == tpl.digest
+    finally:
+        sandbox.dbs.drop(a)
+        sandbox.dbs.drop(b)
+    assert a not in sandbox.dbs.list()
+
+
+def test_changing_one_value_in_one_row_changes_the_digest(sandbox):
+    tpl = sandbox.seed_template()
+    run = sandbox.dbs.create_run(tpl)
+    try:
+        with psycopg.connect(sandbox.server.conninfo(run), autocommit=True) as conn:
+            conn.execute("UPDATE contacts SET phone = phone || '0' WHERE id = 7")
+        assert dump_database(sandbox.server.conninfo(run)).digest() != tpl.digest
+    finally:
+        sandbox.dbs.drop(run)
+
+
+def test_dump_file_round_trips_and_normalizes_values(sandbox, tmp_path):
+    tpl = sandbox.seed_template()
+    state = sandbox.dbs.template_state(tpl)
+    digest = state.save(tmp_path / "seed.jsonl.gz")
+    again = load(tmp_path / "seed.jsonl.gz")
+    assert digest == tpl.digest == again.digest()
+    row = again.tables["incidents"].as_dict((1,))
+    assert row["opened_at"].endswith("Z") and "T" in row["opened_at"]
+    assert isinstance(row["priority"], int)
+    assert again.tables["group_members"].info.primary_key == ("group_id", "user_id")
+
+
+def test_two_fresh_clusters_under_different_homes_give_the_same_seed_digest(tmp_path, sandbox):
+    from sandbox.sandbox import Sandbox
+
+    server = LocalCluster(tmp_path / "second-home")
+    try:
+        server.ensure_running()
+        other = Sandbox(server, home=tmp_path / "second-home").seed_template()
+    finally:
+        server.destroy()
+    assert other.digest == sandbox.seed_template().digest
+
+
+def test_orphaned_run_databases_from_a_crash_are_dropped_at_next_start(sandbox, agentrel_home):
+    # A child process creates a run database and is killed -9 before it can clean up.
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        from sandbox.servers.local import LocalCluster
+        from sandbox.databases import Databases, Template
+        dbs = Databases(LocalCluster())
+        name = dbs.create_run(Template({sandbox.seed_template().name!r}, ""))
+        print(name, flush=True)
+        time.sleep(60)
+    """)
+    env = dict(os.environ, AGENTREL_HOME=str(agentrel_home))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    orphan = proc.stdout.readline().strip()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert orphan in sandbox.dbs.list()
+    live = sandbox.dbs.create_run(sandbox.seed_template())  # ours: alive, must survive
+    try:
+        dropped = sandbox.dbs.drop_orphans()
+        assert orphan in dropped
+        names = sandbox.dbs.list()
+        assert orphan not in names and live in names
+    finally:
+        sandbox.dbs.drop(live)
+
+
+def test_fixture_sql_error_names_the_task(sandbox):
+    from sandbox.servers import SandboxError
+
+    with pytest.raises(SandboxError, match="task t-bad: fixture SQL failed"):
+        sandbox.dbs.task_template(sandbox.seed_template(), "t-bad", "UPDATE nope SET x = 1")
+    assert not [n for n in sandbox.dbs.list() if "_b" in n.split("_")[-1][:2]]
