@@ -31,6 +31,7 @@ INSTALL_HINT = (
 # A unix socket path must fit in sockaddr_un (107 bytes); leave room for ".s.PGSQL.5432".
 MAX_SOCKET_DIR = 90
 SERVICE_USERS = ("postgres", "agentrel")
+FALLBACK_PARENT = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
 
 
 def default_home() -> Path:
@@ -123,7 +124,8 @@ class LocalCluster:
         if len(str(preferred / "sock")) <= MAX_SOCKET_DIR and (user is None or _reachable(self.home, user)):
             return preferred
         tag = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
-        return Path(tempfile.gettempdir()) / f"agentrel-pg-{tag}"
+        # /var/tmp rather than /tmp: on the machines measured, clones in /tmp were several times slower.
+        return FALLBACK_PARENT / f"agentrel-pg-{tag}"
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def conninfo(self, dbname: str) -> str:

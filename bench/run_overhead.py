@@ -1,0 +1,106 @@
+"""Per-run sandbox overhead: template clone vs the naive rebuild, side by side in one run.
+
+template path: CREATE DATABASE ... TEMPLATE (clone) + post-run full-state dump + DROP. The pre-run dump
+               of the template is computed once and reused by digest, so it is not part of a run.
+naive path:    CREATE DATABASE (empty) + schema + the seed loaded from a plain SQL script of one INSERT
+               per row (what `pg_dump --inserts` or a hand-written seed.sql gives) + dump + DROP.
+
+Runs on the user's own sandbox (AGENTREL_HOME or .agentrel/), the overhead a user really gets.
+Last line: per_run_ms=<template> naive_ms=<naive> ratio=<naive/template>
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dsl.state import Value  # noqa: E402
+from sandbox.dump import dump_database  # noqa: E402
+from sandbox.sandbox import Sandbox  # noqa: E402
+from sandbox.schema import ddl, sorted_tables  # noqa: E402
+from sandbox.seed import generate  # noqa: E402
+from sandbox.servers.local import LocalCluster  # noqa: E402
+
+RUNS = 20
+NAIVE_RUNS = 3
+
+
+def literal(v: Value) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    return "'" + v.replace("'", "''") + "'"
+
+
+def seed_sql() -> str:
+    state = generate()
+    parts = [ddl()]
+    for table in sorted_tables():
+        ts = state.tables[table.name]
+        cols = ", ".join(f'"{c}"' for c in ts.info.columns)
+        for key in sorted(ts.rows):
+            values = ", ".join(literal(v) for v in ts.rows[key])
+            parts.append(f'INSERT INTO "{table.name}" ({cols}) VALUES ({values});')
+    return "\n".join(parts)
+
+
+def timed(fn) -> float:  # noqa: ANN001
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def main() -> None:
+    server = LocalCluster()
+    server.ensure_running()
+    sb = Sandbox(server)
+    tpl = sb.seed_template()
+    sb.dbs.template_state(tpl)
+    parts: dict[str, list[float]] = {"clone": [], "dump": [], "drop": []}
+    for _ in range(RUNS):
+        name = ""
+
+        def clone() -> None:
+            nonlocal name
+            name = sb.dbs.create_run(tpl)
+
+        parts["clone"].append(timed(clone))
+        parts["dump"].append(timed(lambda: dump_database(server.conninfo(name))))
+        parts["drop"].append(timed(lambda: sb.dbs.drop(name)))
+    template_ms = [sum(p) for p in zip(*parts.values(), strict=True)]
+
+    script = seed_sql()
+    naive_ms = []
+    for i in range(NAIVE_RUNS):
+        name = f"agentrel_run_naive_{i}"
+
+        def naive() -> None:
+            with sb.dbs.admin() as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            with psycopg.connect(server.conninfo(name), autocommit=True) as conn:
+                conn.execute(script)
+            dump_database(server.conninfo(name))
+            sb.dbs.drop(name)
+
+        naive_ms.append(timed(naive))
+
+    per_run, naive_median = statistics.median(template_ms), statistics.median(naive_ms)
+    breakdown = ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in parts.items())
+    print(f"data directory: {server.datadir}; {tpl.name}, {sb.dbs.template_state(tpl).row_count()} rows")
+    print(f"template path: median {per_run:.1f} ms over {RUNS} runs ({breakdown} ms)")
+    print(f"naive path: median {naive_median:.1f} ms over {NAIVE_RUNS} runs")
+    print(f"per_run_ms={per_run:.1f} naive_ms={naive_median:.1f} ratio={naive_median / per_run:.1f}")
+
+
+if __name__ == "__main__":
+    main()
