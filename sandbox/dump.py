@@ -28,7 +28,8 @@ class _UtcTimestampLoader(Loader):
         return f"{text[:10]}T{text[11:-3]}Z"
 
 
-def _connect(conninfo: str) -> psycopg.Connection:
+def connect_canonical(conninfo: str) -> psycopg.Connection:
+    """An autocommit connection whose results come back in the dump's canonical value forms."""
     conn = psycopg.connect(conninfo, autocommit=True)
     conn.execute("SET TimeZone = 'UTC'")
     conn.execute("SET DateStyle = ISO")
@@ -45,7 +46,7 @@ def _query(info: TableInfo) -> sql.Composed:
 
 
 def _fetch(conninfo: str, infos: list[TableInfo], state: State) -> None:
-    with _connect(conninfo) as conn, conn.cursor() as cur:
+    with connect_canonical(conninfo) as conn, conn.cursor() as cur:
         for info in infos:
             rows = state.tables[info.name].rows
             kp = info.key_positions

@@ -15,8 +15,9 @@ from typing import Any
 from dsl.state import State, TableInfo
 from sandbox.schema import table_infos
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 DEFAULT_SEED = "agentrel"
+SERVICE_ACCOUNT = "svc.agentrel"  # user id 1, the identity every agent acts as
 NOW = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)  # the sandbox's "today": fixed, so the data never ages
 
 FIRST = (
@@ -137,8 +138,23 @@ class _Gen:
 
     # vertical: people and access ---------------------------------------------------------------------
     def people(self) -> None:
-        seen: set[str] = set()
-        for i in range(self.n(400)):
+        # User 1 is the account agents act as: its id is fixed so tasks and scripts can rely on it.
+        self.add(
+            "users",
+            user_name=SERVICE_ACCOUNT,
+            full_name="AgentRel Service Agent",
+            email=f"{SERVICE_ACCOUNT}@corp.example",
+            department="Service Desk",
+            title="Service Agent",
+            active=True,
+            manager_id=None,
+            contract_end=None,
+            created_at=_ts(NOW - timedelta(days=400)),
+            updated_at=_ts(NOW - timedelta(days=400)),
+            sys_mod_count=0,
+        )
+        seen: set[str] = {SERVICE_ACCOUNT}
+        for i in range(1, self.n(400)):
             first, last = self.r.choice(FIRST), self.r.choice(LAST)
             handle = f"{first}.{last}".lower()
             while handle in seen:

@@ -1,0 +1,104 @@
+"""`agentrel tasks ...`: list, show, validate and prove the task suite."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli.errors import ExitCode, UserError
+from harness.cli.options import Backend, Dsn
+from harness.cli.sandbox import sandbox_errors
+
+app = typer.Typer(help="List, show, validate and prove the task suite.", no_args_is_help=True)
+out = Console()
+Ids = Annotated[list[str] | None, typer.Argument(help="Task ids or globs (default: all).")]
+
+
+@app.command("list")
+def list_() -> None:
+    """A table of every task: id, vertical, lever, irreversibility, priced."""
+    from harness.tasks import load_suite
+
+    table = Table("id", "vertical", "lever", "irreversibility", "priced", "k", "title")
+    for t in load_suite():
+        table.add_row(t.id, t.vertical, t.lever, t.irreversibility, "$" if t.priced else "-", str(t.k), t.title)
+    out.print(table)
+
+
+@app.command()
+def show(task_id: Annotated[str, typer.Argument(help="Task id.")]) -> None:
+    """Print one task: prompts, tools, params and scripts."""
+    import yaml
+
+    from harness.tasks import load_suite
+
+    task = load_suite(patterns=[task_id])[0]
+    out.print(yaml.safe_dump(task.model_dump(mode="json"), sort_keys=False, width=110), markup=False)
+
+
+@app.command()
+def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
+    """Check every task: schema, tool names, spec against the sandbox schema, params, fixture SQL applies."""
+    from dsl.api import DslError, check_spec, load_spec
+    from dsl.params import resolve_params
+    from harness.episode import prepare
+    from harness.tasks import load_suite
+    from sandbox.sandbox import Sandbox
+    from sandbox.schema import table_infos
+
+    tasks = load_suite(patterns=ids)
+    problems: list[str] = []
+    for task in tasks:
+        where = f"tasks/{task.vertical}/{task.id}.yaml"
+        try:
+            spec = load_spec(task.spec_path)
+            problems += [f"{where}: spec: {p}" for p in check_spec(spec, table_infos())]
+            resolve_params(spec, task.params)
+        except DslError as exc:
+            problems.append(f"{where}: {exc}".splitlines()[0])
+    with sandbox_errors():
+        sb = Sandbox.open(dsn, backend)
+        for task in tasks:
+            try:
+                prepare(sb, task)
+            except UserError as exc:
+                problems.append(str(exc))
+    for p in problems:
+        out.print(p, markup=False, highlight=False)
+    if problems:
+        raise typer.Exit(int(ExitCode.FAILED))
+    out.print(f"{len(tasks)} task(s) valid")
+
+
+@app.command()
+def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
+    """Run every oracle and counterexample on a real sandbox; exit non-zero on any mismatch."""
+    from harness.episode import prepare
+    from harness.prove import prove_task
+    from harness.tasks import load_suite
+    from sandbox.sandbox import Sandbox
+
+    tasks = load_suite(patterns=ids)
+    table = Table("task", "script", "expected", "got", "ok")
+    bad = 0
+    with sandbox_errors():
+        sb = Sandbox.open(dsn, backend)
+        with out.status("proving tasks") as status:
+            for task in tasks:
+                status.update(f"proving {task.id}")
+                for row in prove_task(sb, prepare(sb, task)):
+                    bad += not row.ok
+                    table.add_row(row.task, row.script, row.expected, row.got,
+                                  "[green]ok[/]" if row.ok else f"[red]MISMATCH[/] {row.detail}")
+    out.print(table)
+    if bad:
+        out.print(f"[red]{bad} mismatch(es)[/]")
+        raise typer.Exit(int(ExitCode.FAILED))
+    out.print(f"all {len(tasks)} task(s) proved")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="tasks")

@@ -1,0 +1,100 @@
+"""One episode: a fresh run database for a task, an agent acting through tools, the state labelled.
+
+Preparing a task (its template, pre-run dump, parsed spec and tool subset) happens once per task; every
+episode then clones the template, lets the agent act, dumps the full state **before** dropping the
+database, and labels the diff with the task's damage spec.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsl.api import RunFacts, Spec, Verdict, label, load_spec
+from dsl.state import State
+from harness.tasks import Script, Task
+from sandbox.databases import Template
+from sandbox.dump import dump_database
+from sandbox.sandbox import Sandbox
+from sandbox.tools import Tool, ToolBox, all_tools
+
+
+@dataclass(frozen=True)
+class PreparedTask:
+    task: Task
+    template: Template
+    before: State
+    spec: Spec
+    tools: dict[str, Tool]
+    acting_user_id: int
+
+
+@dataclass
+class ToolCall:
+    tool: str
+    args: Any
+    ok: bool
+    result: Any
+    seconds: float
+
+    def as_record(self) -> dict[str, Any]:
+        return {"tool": self.tool, "args": self.args, "ok": self.ok, "result": self.result,
+                "seconds": round(self.seconds, 4)}
+
+
+@dataclass
+class Episode:
+    run_db: str
+    verdict: Verdict
+    after: State
+    after_digest: str
+    calls: list[ToolCall] = field(default_factory=list)
+    final_message: str | None = None
+
+
+def prepare(sb: Sandbox, task: Task) -> PreparedTask:
+    unknown = [t for t in task.tools if t not in all_tools()]
+    if unknown:
+        from harness.cli.errors import UserError
+
+        raise UserError(f"tasks/{task.vertical}/{task.id}.yaml: field tools: unknown tool(s) {', '.join(unknown)}")
+    template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
+    before = sb.dbs.template_state(template)
+    users = before.tables["users"]
+    acting = next((key[0] for key, row in users.rows.items()
+                   if row[users.info.columns.index("user_name")] == task.acting_user), None)
+    if acting is None:
+        from harness.cli.errors import UserError
+
+        raise UserError(f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}")
+    spec = load_spec(Path(task.spec_path))
+    tools = {name: all_tools()[name] for name in task.tools}
+    return PreparedTask(task, template, before, spec, tools, int(acting))
+
+
+def run_script(tools: ToolBox, script: Script) -> tuple[list[ToolCall], str]:
+    calls = []
+    for step in script.steps:
+        t0 = time.perf_counter()
+        result = tools.call(step.tool, step.args)
+        calls.append(ToolCall(step.tool, step.args, result.ok, result.content, time.perf_counter() - t0))
+    return calls, script.final
+
+
+def judge(prepared: PreparedTask, after: State, facts: RunFacts) -> Verdict:
+    return label(prepared.spec, prepared.task.params, prepared.before, after, facts)
+
+
+def scripted_episode(sb: Sandbox, prepared: PreparedTask, script: Script) -> Episode:
+    """Run a scripted plan on a fresh clone, dump before cleanup, label."""
+    run_db = sb.dbs.create_run(prepared.template)
+    try:
+        with ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id) as box:
+            calls, final = run_script(box, script)
+        after = dump_database(sb.server.conninfo(run_db))
+    finally:
+        sb.dbs.drop(run_db)
+    verdict = judge(prepared, after, RunFacts(final_message=final))
+    return Episode(run_db, verdict, after, after.digest(), calls, final)

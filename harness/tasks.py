@@ -1,0 +1,150 @@
+"""Task files: the pydantic model of a task YAML, and loading the suite with one-line errors.
+
+A task puts an agent in a realistic enterprise situation with a genuine temptation to do damage. Its
+file names the prompt, the tools, the fixture SQL that builds its template, its damage spec and params,
+and the scripted plans that prove the spec: an oracle that passes and counterexamples that must be
+caught (see tasks/README.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from decimal import Decimal
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.cli.errors import ExitCode, UserError
+
+REPO = Path(__file__).resolve().parents[1]
+TASKS_DIR = REPO / "tasks"
+Lever = Literal["entity_confusability", "filter_width", "refusal_tension", "order_sensitivity",
+                "irreversible_create", "scope_trap"]
+Outcome = Literal["PASS", "FAIL_SAFE", "FAIL_DAMAGE"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Step(Strict):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Expectation(Strict):
+    outcome: Outcome
+    sub_label: str
+    rules: list[str] = Field(default_factory=list, description="damage rule labels that must fire")
+    dollars: Decimal | None = None
+
+
+class Script(Strict):
+    """A scripted plan: tool calls in order, then the final message."""
+
+    steps: list[Step] = Field(default_factory=list)
+    final: str
+    expect: Expectation | None = None
+
+
+class Task(Strict):
+    id: str
+    vertical: Literal["itsm", "csm"]
+    title: str
+    lever: Lever
+    irreversibility: Literal["substrate", "governance", "reversible"]
+    priced: bool = False
+    acting_user: str = "svc.agentrel"
+    system_prompt: str
+    user_prompt: str
+    tools: list[str]
+    fixture_sql: str = ""
+    spec: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    optimal_steps: int = Field(ge=1)
+    k: int = Field(default=16, ge=1)
+    reference: dict[str, float] = Field(
+        default_factory=dict, description="reference/stochastic: probability of each script (oracle or a "
+        "counterexample name); the rest goes to the oracle")
+    oracle: Script
+    counterexamples: dict[str, Script]
+    rationale: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, v: str) -> str:
+        if not v.replace("-", "").isalnum() or v != v.lower():
+            raise ValueError("id must be lower-case letters, digits and dashes")
+        return v
+
+    @model_validator(mode="after")
+    def _scripts(self) -> Task:
+        for name, script in self.counterexamples.items():
+            if script.expect is None:
+                raise ValueError(f"counterexample {name!r} needs an expect block (outcome and sub_label)")
+        unknown = set(self.reference) - {"oracle", *self.counterexamples}
+        if unknown:
+            raise ValueError(f"reference names unknown script(s) {sorted(unknown)}")
+        if sum(self.reference.values()) > 1 + 1e-9 or any(p < 0 for p in self.reference.values()):
+            raise ValueError("reference probabilities must be >= 0 and sum to at most 1")
+        return self
+
+    @property
+    def oracle_expect(self) -> Expectation:
+        return self.oracle.expect or Expectation(outcome="PASS", sub_label="")
+
+    def scripts(self) -> dict[str, Script]:
+        return {"oracle": self.oracle, **self.counterexamples}
+
+    @cached_property
+    def spec_path(self) -> Path:
+        return REPO / self.spec
+
+    def fixture_digest(self) -> str:
+        return hashlib.sha256(self.fixture_sql.encode()).hexdigest()
+
+    def spec_digest(self) -> str:
+        return hashlib.sha256(self.spec_path.read_bytes()).hexdigest()
+
+
+def load_task(path: Path) -> Task:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such task file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: a task file must be a mapping of fields")
+    try:
+        task = Task.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise UserError(f"{path}: field {field}: {err['msg']}") from None
+    if path.stem != task.id:
+        raise UserError(f"{path}: field id: {task.id!r} must match the file name {path.stem!r}")
+    return task
+
+
+def task_files(root: Path = TASKS_DIR) -> list[Path]:
+    return sorted(p for p in root.glob("*/*.yaml"))
+
+
+def load_suite(root: Path = TASKS_DIR, patterns: list[str] | None = None) -> list[Task]:
+    """All tasks under `root`, optionally filtered by id glob patterns; unknown ids are an error."""
+    from fnmatch import fnmatch
+
+    tasks = [load_task(p) for p in task_files(root)]
+    if patterns:
+        chosen = [t for t in tasks if any(fnmatch(t.id, p) for p in patterns)]
+        if not chosen:
+            raise UserError(f"no task matches {' '.join(patterns)}; `agentrel tasks list` shows the ids",
+                            ExitCode.USAGE)
+        tasks = chosen
+    return tasks

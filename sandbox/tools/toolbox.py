@@ -1,0 +1,114 @@
+"""Calling tools on one run database: argument checks, one transaction per call, errors as results."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from sandbox.dump import connect_canonical
+from sandbox.tools.base import Tool, ToolContext, ToolError
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    content: Any  # the result, or {"error": message}
+
+    def text(self) -> str:
+        return json.dumps(self.content, separators=(",", ":"), default=str)
+
+
+def check_args(schema: dict[str, Any], args: Any, path: str = "arguments") -> None:
+    """A small JSON-Schema subset (type, required, additionalProperties, enum, minimum, maximum)."""
+    types = schema.get("type")
+    if types is not None:
+        allowed = [types] if isinstance(types, str) else types
+        ok = any(isinstance(args, _JSON_TYPES[t]) and not (t in ("integer", "number") and isinstance(args, bool))
+                 for t in allowed)
+        if not ok:
+            raise ToolError(f"{path} must be {' or '.join(allowed)}, got {json.dumps(args)}")
+    if "enum" in schema and args not in schema["enum"]:
+        raise ToolError(f"{path} must be one of {schema['enum']}, got {json.dumps(args)}")
+    if isinstance(args, int | float) and not isinstance(args, bool):
+        if "minimum" in schema and args < schema["minimum"]:
+            raise ToolError(f"{path} must be >= {schema['minimum']}")
+        if "maximum" in schema and args > schema["maximum"]:
+            raise ToolError(f"{path} must be <= {schema['maximum']}")
+    if isinstance(args, dict) and "properties" in schema:
+        props = schema["properties"]
+        unknown = sorted(set(args) - set(props))
+        if unknown and schema.get("additionalProperties") is False:
+            raise ToolError(f"unknown field(s) {', '.join(unknown)} in {path}; allowed: {', '.join(props)}")
+        missing = [r for r in schema.get("required", []) if r not in args]
+        if missing:
+            raise ToolError(f"missing required field(s) {', '.join(missing)} in {path}")
+        for key, value in args.items():
+            if key in props:
+                check_args(props[key], value, f"{path}.{key}" if path != "arguments" else key)
+
+
+class ToolBox:
+    """The tools one run may call, bound to that run's database and nothing else."""
+
+    def __init__(self, conninfo: str, tools: dict[str, Tool], acting_user_id: int) -> None:
+        self.tools = tools
+        self.acting_user_id = acting_user_id
+        self._conninfo = conninfo
+        self._conn: psycopg.Connection | None = None
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect_canonical(self._conninfo)
+        return self._conn
+
+    def call(self, name: str, args: Any) -> ToolResult:
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolResult(False, {"error": f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}"})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as exc:
+                return ToolResult(False, {"error": f"arguments are not valid JSON: {exc.msg}"})
+        try:
+            check_args(tool.parameters, args)
+            conn = self._connection()
+            with conn.transaction():
+                result = tool.handler(ToolContext(conn, self.acting_user_id), dict(args))
+            return ToolResult(True, result)
+        except ToolError as exc:
+            return ToolResult(False, {"error": str(exc)})
+        except psycopg.errors.IntegrityError as exc:
+            return ToolResult(False, {"error": f"constraint violated: {_first_line(exc)}"})
+        except psycopg.errors.DataError as exc:
+            return ToolResult(False, {"error": f"invalid value: {_first_line(exc)}"})
+        except psycopg.errors.QueryCanceled:
+            return ToolResult(False, {"error": "the tool call timed out"})
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+    def __enter__(self) -> ToolBox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
