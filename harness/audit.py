@@ -1,0 +1,90 @@
+"""`agentrel audit` as a library call: resolve the matrix, check the protocol, run what is pending."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.agents import ConfigError, resolve_agent
+from harness.agents.base import DEFAULT_MAX_STEPS
+from harness.cli.errors import ExitCode, UserError
+from harness.episode import prepare
+from harness.manifest import build_manifest, write_or_check
+from harness.matrix import CONDITIONS, expand
+from harness.prices import load_prices
+from harness.progress import ProgressManager
+from harness.records import ResultsDir, RunRecord
+from harness.runner import AuditContext, run_matrix
+from harness.tasks import load_suite
+from sandbox.sandbox import Sandbox
+
+DEFAULT_TEMPERATURE = 0.6
+
+
+@dataclass
+class AuditOutcome:
+    results: ResultsDir
+    protocol_hash: str
+    planned: int
+    skipped: int
+    new: list[RunRecord]
+    runs_per_second: float
+
+
+def default_results_dir(models: list[str], k: int, task_patterns: list[str] | None) -> Path:
+    slug = "+".join(m.replace("/", "_") for m in models)
+    scope = "" if not task_patterns or task_patterns == ["*"] else "-" + "+".join(task_patterns).replace("*", "x")
+    return Path("results") / f"{slug}-k{k}{scope}"
+
+
+def audit(*, models: list[str], k: int, task_patterns: list[str] | None, concurrency: int, results: Path,
+          sandbox: Sandbox, max_steps: int = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
+          prices_path: Path | None = None, conditions: list[str] | None = None, show_progress: bool = True,
+          extra_agents: dict[str, Any] | None = None) -> AuditOutcome:
+    conditions = conditions or ["clean"]
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        raise UserError(f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}",
+                        ExitCode.USAGE)
+    if k < 1 or concurrency < 1:
+        raise UserError("--k and --concurrency must be at least 1", ExitCode.USAGE)
+    sampling = {"temperature": temperature}
+    agents = {}
+    for name in models:
+        if extra_agents and name in extra_agents:
+            agents[name] = extra_agents[name]
+            continue
+        try:
+            agents[name] = resolve_agent(name, sampling)
+        except ConfigError as exc:
+            raise UserError(str(exc), ExitCode.USAGE) from None
+    for agent in agents.values():
+        preflight = getattr(agent, "preflight", None)
+        if preflight is not None:
+            try:
+                preflight()
+            except ConfigError as exc:
+                raise UserError(str(exc), ExitCode.ENVIRONMENT) from None
+    prices = load_prices(prices_path)
+    tasks = load_suite(patterns=task_patterns)
+    prepared = {t.id: prepare(sandbox, t) for t in tasks}
+    manifest = build_manifest(
+        tasks=tasks, seed_digest=sandbox.seed_template().digest,
+        template_digests={tid: p.template.digest for tid, p in prepared.items()}, conditions=conditions, k=k,
+        agents=[a.config() for a in agents.values()], sampling=sampling, server_version=sandbox.version(),
+        max_steps=max_steps)
+    rd = ResultsDir(results)
+    protocol = write_or_check(rd.manifest, manifest)
+    rd.open()
+    for p in prepared.values():
+        rd.store_dump(p.before)
+    plans = expand(list(agents), [t.id for t in tasks], conditions, k)
+    finished = rd.finished()
+    pending = [p for p in plans if p.run_id not in finished]
+    ctx = AuditContext(sandbox, prepared, agents, rd, protocol, prices, max_steps)
+    with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
+        new = asyncio.run(run_matrix(ctx, pending, concurrency, progress)) if pending else []
+        rate = progress.runs_per_second
+    return AuditOutcome(rd, protocol, len(plans), len(plans) - len(pending), new, rate)

@@ -1,0 +1,175 @@
+"""`agentrel analyze` and `agentrel required-k`: parse options, call analysis/, render."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli.errors import ExitCode, UserError
+
+if TYPE_CHECKING:
+    from analysis.inputs import LoadedInput
+
+INPUT_HELP = "A results directory (runs.jsonl + manifest.json) or an outcomes CSV."
+MIXED_HELP = "Pool records that carry different protocol hashes (refused by default)."
+
+err = Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the library's input and value errors into the CLI's one-line UserError."""
+    from analysis.inputs import InputError, MixedProtocolsError
+
+    try:
+        yield
+    except MixedProtocolsError as exc:
+        raise UserError(f"{exc}; pass --allow-mixed-protocols to pool them anyway") from None
+    except InputError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{exc.filename or ''}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None
+
+
+def load(path: Path, allow_mixed: bool) -> LoadedInput:
+    """Load an input with a status line on stderr (analysis.inputs.LoadedInput)."""
+    from analysis.inputs import load_input
+
+    with user_errors(), err.status(f"loading {path}"):
+        return load_input(path, allow_mixed_protocols=allow_mixed)
+
+
+def _default_out(path: Path) -> Path:
+    if path.is_dir() or path.name.endswith(".jsonl"):
+        return (path if path.is_dir() else path.parent) / "analysis"
+    return Path("results") / f"{path.stem}-analysis"
+
+
+def analyze_command(
+    input: Path = typer.Argument(..., help=INPUT_HELP),
+    out: Path | None = typer.Option(None, "--out", help="Report directory [default: <results>/analysis]."),
+    json_file: Path | None = typer.Option(None, "--json", help="Also write the machine-readable summary here."),
+    bootstrap: int = typer.Option(2000, "--bootstrap", min=0, help="Cluster-bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", envvar="AGENTREL_SEED", help="Seed for every resampling step."),
+    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
+    no_figures: bool = typer.Option(False, "--no-figures", help="Skip the PNG figures."),
+) -> None:
+    """Estimate damage rates, miss rates, overdispersion, repeats and dollars; write the reports."""
+    from analysis.outputs import write_report, write_summary_json
+    from analysis.pipeline import analyze
+
+    loaded = load(input, allow_mixed_protocols)
+    out_dir = out or _default_out(input)
+    with user_errors(), err.status("analysing") as status:
+        result = analyze(loaded, n_boot=bootstrap, seed=seed, progress=lambda m: status.update(m))
+        status.update("writing report and figures")
+        written = write_report(result, out_dir, figures=not no_figures)
+        if json_file is not None:
+            written.append(write_summary_json(result, json_file))
+    failures = f", {len(loaded.failures)} infrastructure failures excluded" if len(loaded.failures) else ""
+    err.print(f"{len(loaded.runs)} runs in {len(result.cells)} cells{failures}", markup=False)
+    for path in written:
+        typer.echo(str(path))
+
+
+def _print_single(p: float | None, x: int | None, n: int | None, alpha: Fraction, conservative: bool,
+                  confidence: float) -> None:  # fmt: skip
+    from analysis.required_k import required_k, required_k_from_counts
+
+    if p is not None:
+        k = required_k(p, alpha)
+        typer.echo(str(k) if k is not None else "no finite k (p = 0)")
+        return
+    assert x is not None and n is not None
+    res = required_k_from_counts(x, n, alpha, conservative=conservative, confidence=confidence)
+    if res.k is None:
+        typer.echo(f"no finite k: x = 0 of {n}; p < {res.p_upper:.4g} at {confidence:.0%} confidence "
+                   "(one-sided Clopper-Pearson upper bound)")  # fmt: skip
+        return
+    typer.echo(str(res.k))
+    if conservative:
+        err.print(f"from the one-sided {confidence:.0%} lower bound p >= {res.p_used:.4g}", markup=False)
+
+
+def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool) -> None:
+    from analysis.audit_plan import audit_plan
+    from analysis.pipeline import cell_frame, core_statistics
+    from analysis.report_doc import agent_label, fmt, fmt_money, pool_label
+
+    loaded = load(path, allow_mixed)
+    with user_errors():
+        cells = cell_frame(loaded, n_boot=1, seed=0, alpha=1.0 - target)
+        plan = audit_plan(cells, target=target, confidence=confidence)
+        pools = core_statistics(cells, n_boot=0, seed=0, alpha=1.0 - target)
+    rows = plan[plan["x"] > 0] if damaging_only else plan
+    rows = rows.assign(_hit=rows["x"] > 0).sort_values(["_hit", "p_hat", "n"], ascending=False)
+    known = rows["cost_usd_per_run"].notna().any()
+    table = Table(title=f"Repeats to see each cell's damage with probability {target:g}")
+    for head in ["agent", "task", "condition", "x/n", "p̂", "k", "k conservative", "p upper (x=0)"]:
+        table.add_column(head)
+    if known:
+        table.add_column("$/run")
+        table.add_column("audit $ (k conservative)")
+    for r in rows.itertuples(index=False):
+        cells_ = [agent_label(r.model, r.agent_kind), r.task, r.condition, f"{r.x}/{r.n}", fmt(r.p_hat),
+                  fmt(None if r.k_point is None or r.k_point != r.k_point else int(r.k_point)),
+                  fmt(None if r.k_conservative is None or r.k_conservative != r.k_conservative else int(r.k_conservative)),
+                  fmt(r.p_upper, 4)]  # fmt: skip
+        if known:
+            cells_ += [fmt_money(r.cost_usd_per_run), fmt_money(r.audit_cost_conservative)]
+        table.add_row(*cells_)
+    out = Console(highlight=False)
+    out.print(table)
+    pool_table = Table(title="Heterogeneity-aware repeats (p ~ fitted beta across a pool's cells)")
+    for head in ["pool", "condition", "a", "b", "k"]:
+        pool_table.add_column(head)
+    for p in pools:
+        k = p.required_k_beta
+        pool_table.add_row(pool_label(p), p.spec.condition, fmt(p.fit.a), fmt(p.fit.b), str(k) if k else "none")
+    out.print(pool_table)
+
+
+def required_k_command(
+    p: float | None = typer.Option(None, "--p", help="Per-run damage probability."),
+    x: int | None = typer.Option(None, "--x", min=0, help="Damaging runs observed."),
+    n: int | None = typer.Option(None, "--n", min=1, help="Runs observed."),
+    alpha: float | None = typer.Option(None, "--alpha", help="Allowed miss probability (default 1 - target)."),
+    target: float | None = typer.Option(None, "--target", help="Detection probability (default 0.95)."),
+    conservative: bool = typer.Option(False, "--conservative", help="Use the one-sided lower bound of p."),
+    confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the bounds."),
+    from_: Path | None = typer.Option(None, "--from", help=f"Per-cell table for an input. {INPUT_HELP}"),
+    damaging_only: bool = typer.Option(False, "--damaging-only", help="With --from: only cells that damaged."),
+    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
+) -> None:
+    """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once."""
+    if alpha is not None and target is not None:
+        raise UserError("give --alpha or --target, not both", ExitCode.USAGE)
+    # Exact rationals from what the user typed: --target 0.95 means alpha = 1/20, not 0.0500...04.
+    miss = Fraction(repr(alpha)) if alpha is not None else 1 - Fraction(repr(target if target is not None else 0.95))
+    if not 0 < miss < 1 or not 0.0 < confidence < 1.0:
+        raise UserError("--alpha, --target and --confidence must lie strictly between 0 and 1", ExitCode.USAGE)
+    modes = [p is not None, x is not None or n is not None, from_ is not None]
+    if sum(modes) != 1:
+        raise UserError("give exactly one of --p P, --x X --n N, or --from INPUT", ExitCode.USAGE)
+    if from_ is not None:
+        _print_plan(from_, float(1 - miss), confidence, allow_mixed_protocols, damaging_only)
+        return
+    if p is not None and not 0.0 <= p <= 1.0:
+        raise UserError(f"--p must lie in [0, 1], got {p}", ExitCode.USAGE)
+    if p is None and (x is None or n is None or x > n):
+        raise UserError("--x and --n go together, with 0 <= x <= n", ExitCode.USAGE)
+    with user_errors():
+        _print_single(p, x, n, miss, conservative, confidence)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `analyze` and `required-k` to the root app."""
+    app.command("analyze")(analyze_command)
+    app.command("required-k")(required_k_command)

@@ -1,0 +1,57 @@
+"""`agentrel export damages|cells`: flat CSV files for insurers and other tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from harness.cli.analyze import INPUT_HELP, MIXED_HELP, err, load, user_errors
+
+OUT_HELP = "CSV file to write."
+
+
+def damages_command(
+    input: Path = typer.Argument(..., help=INPUT_HELP),
+    output: Path = typer.Option(..., "-o", "--output", help=OUT_HELP),
+    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
+) -> None:
+    """One row per damage event (an outcomes CSV has no events: one row per damaged run, rule empty)."""
+    from analysis.export import damages_frame, write_csv
+
+    loaded = load(input, allow_mixed_protocols)
+    with user_errors():
+        frame = damages_frame(loaded)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_csv(frame, output)
+    what = "damaged runs (no event detail in a CSV)" if loaded.events_synthesized else "damage events"
+    err.print(f"{len(frame)} {what} from {len(loaded.runs)} runs", markup=False)
+    typer.echo(str(output))
+
+
+def cells_command(
+    input: Path = typer.Argument(..., help=INPUT_HELP),
+    output: Path = typer.Option(..., "-o", "--output", help=OUT_HELP),
+    bootstrap: int = typer.Option(2000, "--bootstrap", min=1, help="Resamples for the dollar intervals."),
+    seed: int = typer.Option(0, "--seed", envvar="AGENTREL_SEED", help="Seed for the resampling."),
+    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
+) -> None:
+    """Per cell: n, x, exact interval, expected loss per run with interval, loss given damage."""
+    from analysis.export import cells_export_frame, write_csv
+    from analysis.pipeline import cell_frame
+
+    loaded = load(input, allow_mixed_protocols)
+    with user_errors():
+        frame = cells_export_frame(cell_frame(loaded, bootstrap, seed))
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_csv(frame, output)
+    err.print(f"{len(frame)} cells from {len(loaded.runs)} runs", markup=False)
+    typer.echo(str(output))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `export` group (damages, cells) to the root app."""
+    group = typer.Typer(help="Export damage events or per-cell estimates as CSV.", no_args_is_help=True)
+    group.command("damages")(damages_command)
+    group.command("cells")(cells_command)
+    app.add_typer(group, name="export")

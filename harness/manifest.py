@@ -1,0 +1,73 @@
+"""The manifest: the resolved run matrix as RFC 8785 canonical JSON. Its SHA-256 is the protocol hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import rfc8785
+
+from harness.cli.errors import ExitCode, UserError
+from harness.tasks import Task
+
+
+def package_version() -> str:
+    try:
+        return version("agentrel")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def build_manifest(*, tasks: list[Task], seed_digest: str, template_digests: dict[str, str],
+                   conditions: list[str], k: int, agents: list[dict[str, Any]], sampling: dict[str, Any],
+                   server_version: str, max_steps: int) -> dict[str, Any]:
+    return {
+        "format": "agentrel-manifest/1",
+        "package_version": package_version(),
+        "server_version": server_version,
+        "seed_digest": seed_digest,
+        "conditions": conditions,
+        "k": k,
+        "max_steps": max_steps,
+        "sampling": sampling,
+        "agents": agents,
+        "tasks": [
+            {"id": t.id, "spec_digest": t.spec_digest(), "fixture_digest": t.fixture_digest(),
+             "template_digest": template_digests[t.id], "params": t.params}
+            for t in sorted(tasks, key=lambda t: t.id)
+        ],
+    }
+
+
+def canonical(manifest: dict[str, Any]) -> bytes:
+    return rfc8785.dumps(manifest)
+
+
+def protocol_hash(manifest: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical(manifest)).hexdigest()
+
+
+def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
+    """Write the manifest of a new results directory, or refuse one whose protocol differs."""
+    digest = protocol_hash(manifest)
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            raise UserError(f"{path}: unreadable manifest; move the results directory away or fix the file") \
+                from None
+        old_hash = protocol_hash(old)
+        if old_hash != digest:
+            changed = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+            raise UserError(
+                f"{path.parent}: protocol hash {old_hash[:12]} differs from this matrix's {digest[:12]} "
+                f"(changed: {', '.join(changed)}); use another --results directory", ExitCode.USAGE)
+        return digest
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(canonical(manifest))
+    tmp.replace(path)
+    return digest

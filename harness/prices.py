@@ -1,0 +1,41 @@
+"""Token prices (USD per million tokens) from a YAML table; unknown models cost nothing known (None)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from harness.cli.errors import UserError
+
+DEFAULT_TABLE = Path(__file__).with_name("prices.yaml")
+
+
+class Price(BaseModel):
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+def load_prices(path: Path | None = None) -> dict[str, Price]:
+    path = path or DEFAULT_TABLE
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{path}: cannot read the price table ({exc.__class__.__name__})") from None
+    out = {}
+    for name, entry in raw.items():
+        try:
+            out[str(name)] = Price.model_validate(entry)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise UserError(f"{path}: {name}.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    return out
+
+
+def cost(prices: dict[str, Price], model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """Price by the full agent name (`openai/gpt-4o`), else by the bare model name."""
+    price = prices.get(model) or prices.get(model.split("/", 1)[-1])
+    if price is None:
+        return None
+    return round((input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok) / 1e6, 6)
