@@ -18,6 +18,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,7 +138,8 @@ class State:
     def save(self, path: Path) -> str:
         """Write gzipped JSONL; return the digest. ``mtime=0`` keeps the gzip bytes reproducible too."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
+        # A unique temporary name: concurrent writers of the same content-addressed file must not collide.
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=3) as gz:
             for line in self.lines():
                 gz.write(line.encode() + b"\n")
@@ -193,3 +196,8 @@ def _canonical(obj: Any) -> str:
 def _sort_key(key: Key) -> tuple[tuple[int, Any], ...]:
     # Keys may mix None/int/str across rows in principle; order by type tag first so sorting never raises.
     return tuple((0, "") if v is None else (1, v) if isinstance(v, int | bool) else (2, str(v)) for v in key)
+
+
+def key_order(key: Key) -> tuple[tuple[int, Any], ...]:
+    """A total order on keys whatever their value types (None < numbers < text), as dumps are sorted."""
+    return _sort_key(key)

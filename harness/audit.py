@@ -35,19 +35,34 @@ class AuditOutcome:
 
 def default_results_dir(models: list[str], k: int, task_patterns: list[str] | None) -> Path:
     slug = "+".join(m.replace("/", "_") for m in models)
-    scope = "" if not task_patterns or task_patterns == ["*"] else "-" + "+".join(task_patterns).replace("*", "x")
+    scope = (
+        "" if not task_patterns or task_patterns == ["*"] else "-" + "+".join(task_patterns).replace("*", "x")
+    )
     return Path("results") / f"{slug}-k{k}{scope}"
 
 
-def audit(*, models: list[str], k: int, task_patterns: list[str] | None, concurrency: int, results: Path,
-          sandbox: Sandbox, max_steps: int = DEFAULT_MAX_STEPS, temperature: float = DEFAULT_TEMPERATURE,
-          prices_path: Path | None = None, conditions: list[str] | None = None, show_progress: bool = True,
-          extra_agents: dict[str, Any] | None = None) -> AuditOutcome:
+def audit(
+    *,
+    models: list[str],
+    k: int,
+    task_patterns: list[str] | None,
+    concurrency: int,
+    results: Path,
+    sandbox: Sandbox,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    temperature: float = DEFAULT_TEMPERATURE,
+    prices_path: Path | None = None,
+    conditions: list[str] | None = None,
+    show_progress: bool = True,
+    extra_agents: dict[str, Any] | None = None,
+) -> AuditOutcome:
     conditions = conditions or ["clean"]
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
-        raise UserError(f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}",
-                        ExitCode.USAGE)
+        raise UserError(
+            f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}",
+            ExitCode.USAGE,
+        )
     if k < 1 or concurrency < 1:
         raise UserError("--k and --concurrency must be at least 1", ExitCode.USAGE)
     sampling = {"temperature": temperature}
@@ -71,10 +86,16 @@ def audit(*, models: list[str], k: int, task_patterns: list[str] | None, concurr
     tasks = load_suite(patterns=task_patterns)
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
     manifest = build_manifest(
-        tasks=tasks, seed_digest=sandbox.seed_template().digest,
-        template_digests={tid: p.template.digest for tid, p in prepared.items()}, conditions=conditions, k=k,
-        agents=[a.config() for a in agents.values()], sampling=sampling, server_version=sandbox.version(),
-        max_steps=max_steps)
+        tasks=tasks,
+        seed_digest=sandbox.seed_template().digest,
+        template_digests={tid: p.template.digest for tid, p in prepared.items()},
+        conditions=conditions,
+        k=k,
+        agents=[a.config() for a in agents.values()],
+        sampling=sampling,
+        server_version=sandbox.version(),
+        max_steps=max_steps,
+    )
     rd = ResultsDir(results)
     protocol = write_or_check(rd.manifest, manifest)
     rd.open()

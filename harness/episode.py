@@ -40,8 +40,13 @@ class ToolCall:
     seconds: float
 
     def as_record(self) -> dict[str, Any]:
-        return {"tool": self.tool, "args": self.args, "ok": self.ok, "result": self.result,
-                "seconds": round(self.seconds, 4)}
+        return {
+            "tool": self.tool,
+            "args": self.args,
+            "ok": self.ok,
+            "result": self.result,
+            "seconds": round(self.seconds, 4),
+        }
 
 
 @dataclass
@@ -59,16 +64,26 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
     if unknown:
         from harness.cli.errors import UserError
 
-        raise UserError(f"tasks/{task.vertical}/{task.id}.yaml: field tools: unknown tool(s) {', '.join(unknown)}")
+        raise UserError(
+            f"tasks/{task.vertical}/{task.id}.yaml: field tools: unknown tool(s) {', '.join(unknown)}"
+        )
     template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
     before = sb.dbs.template_state(template)
     users = before.tables["users"]
-    acting = next((key[0] for key, row in users.rows.items()
-                   if row[users.info.columns.index("user_name")] == task.acting_user), None)
+    acting = next(
+        (
+            key[0]
+            for key, row in users.rows.items()
+            if row[users.info.columns.index("user_name")] == task.acting_user
+        ),
+        None,
+    )
     if acting is None:
         from harness.cli.errors import UserError
 
-        raise UserError(f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}")
+        raise UserError(
+            f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}"
+        )
     spec = load_spec(Path(task.spec_path))
     tools = {name: all_tools()[name] for name in task.tools}
     return PreparedTask(task, template, before, spec, tools, int(acting))

@@ -21,9 +21,18 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def build_manifest(*, tasks: list[Task], seed_digest: str, template_digests: dict[str, str],
-                   conditions: list[str], k: int, agents: list[dict[str, Any]], sampling: dict[str, Any],
-                   server_version: str, max_steps: int) -> dict[str, Any]:
+def build_manifest(
+    *,
+    tasks: list[Task],
+    seed_digest: str,
+    template_digests: dict[str, str],
+    conditions: list[str],
+    k: int,
+    agents: list[dict[str, Any]],
+    sampling: dict[str, Any],
+    server_version: str,
+    max_steps: int,
+) -> dict[str, Any]:
     return {
         "format": "agentrel-manifest/1",
         "package_version": package_version(),
@@ -35,8 +44,13 @@ def build_manifest(*, tasks: list[Task], seed_digest: str, template_digests: dic
         "sampling": sampling,
         "agents": agents,
         "tasks": [
-            {"id": t.id, "spec_digest": t.spec_digest(), "fixture_digest": t.fixture_digest(),
-             "template_digest": template_digests[t.id], "params": t.params}
+            {
+                "id": t.id,
+                "spec_digest": t.spec_digest(),
+                "fixture_digest": t.fixture_digest(),
+                "template_digest": template_digests[t.id],
+                "params": t.params,
+            }
             for t in sorted(tasks, key=lambda t: t.id)
         ],
     }
@@ -57,14 +71,17 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
         try:
             old = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
-            raise UserError(f"{path}: unreadable manifest; move the results directory away or fix the file") \
-                from None
+            raise UserError(
+                f"{path}: unreadable manifest; move the results directory away or fix the file"
+            ) from None
         old_hash = protocol_hash(old)
         if old_hash != digest:
             changed = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
             raise UserError(
                 f"{path.parent}: protocol hash {old_hash[:12]} differs from this matrix's {digest[:12]} "
-                f"(changed: {', '.join(changed)}); use another --results directory", ExitCode.USAGE)
+                f"(changed: {', '.join(changed)}); use another --results directory",
+                ExitCode.USAGE,
+            )
         return digest
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

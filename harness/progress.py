@@ -14,12 +14,20 @@ class ProgressManager:
         self._started = time.monotonic()
         self._new = 0
         self._progress = Progress(
-            TextColumn("[bold]audit"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            TextColumn("{task.fields[rate]} runs/s  damage {task.fields[damage]}  errors {task.fields[errors]}"),
-            console=Console(stderr=True), disable=not enabled, transient=False,
+            TextColumn("[bold]audit"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn(
+                "{task.fields[rate]} runs/s  damage {task.fields[damage]}  errors {task.fields[errors]}"
+            ),
+            console=Console(stderr=True),
+            disable=not enabled,
+            transient=False,
         )
-        self._task = self._progress.add_task("audit", total=total, completed=already, rate="-", damage=0,
-                                             errors=0)
+        self._task = self._progress.add_task(
+            "audit", total=total, completed=already, rate="-", damage=0, errors=0
+        )
 
     def __enter__(self) -> ProgressManager:
         self._progress.start()
@@ -34,8 +42,9 @@ class ProgressManager:
         self.damaging += damaging
         self.errors += errored
         rate = self._new / max(time.monotonic() - self._started, 1e-9)
-        self._progress.update(self._task, completed=self.done, rate=f"{rate:.2f}", damage=self.damaging,
-                              errors=self.errors)
+        self._progress.update(
+            self._task, completed=self.done, rate=f"{rate:.2f}", damage=self.damaging, errors=self.errors
+        )
 
     @property
     def runs_per_second(self) -> float:

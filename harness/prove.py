@@ -31,7 +31,7 @@ def _describe(outcome: str, sub_label: str, rules: list[str], dollars: Decimal |
     return " ".join(parts)
 
 
-def check(expect: Expectation, verdict) -> tuple[bool, str]:  # noqa: ANN001
+def check(expect: Expectation, verdict) -> tuple[bool, str]:
     fired = sorted({e.rule for e in verdict.events})
     problems = []
     if verdict.outcome != expect.outcome:
@@ -60,8 +60,19 @@ def prove_task(sb: Sandbox, prepared: PreparedTask) -> list[ProofRow]:
         failed_calls = [c.tool for c in episode.calls if not c.ok]
         ok, detail = check(expect, v)
         if name == "oracle" and failed_calls:
-            ok, detail = False, (detail + "; " if detail else "") + f"oracle tool call(s) failed: {failed_calls}"
+            ok, detail = (
+                False,
+                (detail + "; " if detail else "") + f"oracle tool call(s) failed: {failed_calls}",
+            )
         got = _describe(v.outcome, v.sub_label, sorted({e.rule for e in v.events}), Decimal(v.dollars))
-        rows.append(ProofRow(task.id, name, _describe(expect.outcome, expect.sub_label, expect.rules,
-                                                       expect.dollars), got, ok, detail))
+        rows.append(
+            ProofRow(
+                task.id,
+                name,
+                _describe(expect.outcome, expect.sub_label, expect.rules, expect.dollars),
+                got,
+                ok,
+                detail,
+            )
+        )
     return rows

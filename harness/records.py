@@ -105,7 +105,9 @@ class ResultsDir:
                 try:
                     rec = RunRecord.model_validate_json(line)
                 except ValueError as exc:
-                    raise ValueError(f"{self.runs}:{lineno}: not a run record ({exc.__class__.__name__})") from None
+                    raise ValueError(
+                        f"{self.runs}:{lineno}: not a run record ({exc.__class__.__name__})"
+                    ) from None
                 latest[rec.run_id] = rec
         return list(latest.values())
 

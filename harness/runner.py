@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dsl.api import RunFacts
-from harness.agents.base import Agent, AgentError, AgentResult, DEFAULT_MAX_STEPS, Episode
+from harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
 from harness.episode import PreparedTask, judge
 from harness.matrix import RunPlan
 from harness.prices import Price, cost
@@ -46,9 +46,16 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
     timings = Timings()
     t_start = time.perf_counter()
     base: dict[str, Any] = {
-        "run_id": plan.run_id, "model": plan.model, "agent_kind": agent.kind, "task": plan.task,
-        "condition": plan.condition, "run_index": plan.run_index, "seed": plan.seed,
-        "protocol_hash": ctx.protocol_hash, "before_digest": prepared.template.digest, "started_at": started,
+        "run_id": plan.run_id,
+        "model": plan.model,
+        "agent_kind": agent.kind,
+        "task": plan.task,
+        "condition": plan.condition,
+        "run_index": plan.run_index,
+        "seed": plan.seed,
+        "protocol_hash": ctx.protocol_hash,
+        "before_digest": prepared.template.digest,
+        "started_at": started,
     }
     result: AgentResult | None = None
     episode: Episode | None = None
@@ -59,8 +66,13 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
         try:
             box = ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id)
             try:
-                episode = Episode(prepared.task, prepared.tools, plan.seed,
-                                  lambda n, a: asyncio.to_thread(box.call, n, a), ctx.max_steps)
+                episode = Episode(
+                    prepared.task,
+                    prepared.tools,
+                    plan.seed,
+                    lambda n, a: asyncio.to_thread(box.call, n, a),
+                    ctx.max_steps,
+                )
                 t0 = time.perf_counter()
                 try:
                     result = await asyncio.wait_for(agent.run(episode), ctx.run_timeout_s)
@@ -77,33 +89,46 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
         finally:
             await asyncio.shield(asyncio.to_thread(sb.dbs.drop, run_db))
         t0 = time.perf_counter()
-        facts = RunFacts(final_message=result.final_message, errored=result.error is not None,
-                         stalled=result.stalled)
+        facts = RunFacts(
+            final_message=result.final_message, errored=result.error is not None, stalled=result.stalled
+        )
         verdict = await asyncio.to_thread(judge, prepared, after, facts)
         after_digest = await asyncio.to_thread(ctx.results.store_dump, after)
         timings.label_s = time.perf_counter() - t0
         timings.total_s = time.perf_counter() - t_start
         usage = result.usage
         record = RunRecord(
-            **base, verdict=verdict, after_digest=after_digest, script=result.script,
+            **base,
+            verdict=verdict,
+            after_digest=after_digest,
+            script=result.script,
             error=RunError(kind="agent", message=result.error) if result.error else None,
             final_message=result.final_message,
             tool_calls=[{"tool": c.tool, "ok": c.ok} for c in episode.calls],
-            usage=TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                             model_calls=usage.model_calls),
+            usage=TokenUsage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                model_calls=usage.model_calls,
+            ),
             cost_usd=cost(ctx.prices, plan.model, usage.input_tokens, usage.output_tokens)
-            if agent.kind == "model" else 0.0,
+            if agent.kind == "model"
+            else 0.0,
             timings=timings,
         )
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a harness failure: recorded, excluded from rates, retried on resume
         timings.total_s = time.perf_counter() - t_start
-        record = RunRecord(**base, verdict=None, timings=timings,
-                           error=RunError(kind="harness", message=f"{type(exc).__name__}: {exc}"[:500]))
+        record = RunRecord(
+            **base,
+            verdict=None,
+            timings=timings,
+            error=RunError(kind="harness", message=f"{type(exc).__name__}: {exc}"[:500]),
+        )
     ctx.results.append(record)
     transcript = {
-        "run_id": plan.run_id, "final_message": result.final_message if result else None,
+        "run_id": plan.run_id,
+        "final_message": result.final_message if result else None,
         "messages": result.transcript if result else [],
         "tool_calls": [c.__dict__ for c in episode.calls] if episode else [],
     }
@@ -111,8 +136,9 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
     return record
 
 
-async def run_matrix(ctx: AuditContext, plans: list[RunPlan], concurrency: int,
-                     progress: ProgressManager) -> list[RunRecord]:
+async def run_matrix(
+    ctx: AuditContext, plans: list[RunPlan], concurrency: int, progress: ProgressManager
+) -> list[RunRecord]:
     queue: asyncio.Queue[RunPlan] = asyncio.Queue()
     for plan in plans:
         queue.put_nowait(plan)
@@ -126,8 +152,10 @@ async def run_matrix(ctx: AuditContext, plans: list[RunPlan], concurrency: int,
                 return
             record = await run_one(ctx, plan)
             done.append(record)
-            progress.finished(damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE"),
-                              errored=record.error is not None)
+            progress.finished(
+                damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE"),
+                errored=record.error is not None,
+            )
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(plans))))]
     try:

@@ -21,8 +21,14 @@ from harness.cli.errors import ExitCode, UserError
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS_DIR = REPO / "tasks"
-Lever = Literal["entity_confusability", "filter_width", "refusal_tension", "order_sensitivity",
-                "irreversible_create", "scope_trap"]
+Lever = Literal[
+    "entity_confusability",
+    "filter_width",
+    "refusal_tension",
+    "order_sensitivity",
+    "irreversible_create",
+    "scope_trap",
+]
 Outcome = Literal["PASS", "FAIL_SAFE", "FAIL_DAMAGE"]
 
 
@@ -67,8 +73,10 @@ class Task(Strict):
     optimal_steps: int = Field(ge=1)
     k: int = Field(default=16, ge=1)
     reference: dict[str, float] = Field(
-        default_factory=dict, description="reference/stochastic: probability of each script (oracle or a "
-        "counterexample name); the rest goes to the oracle")
+        default_factory=dict,
+        description="reference/stochastic: probability of each script (oracle or a "
+        "counterexample name); the rest goes to the oracle",
+    )
     oracle: Script
     counterexamples: dict[str, Script]
     rationale: str = ""
@@ -144,7 +152,8 @@ def load_suite(root: Path = TASKS_DIR, patterns: list[str] | None = None) -> lis
     if patterns:
         chosen = [t for t in tasks if any(fnmatch(t.id, p) for p in patterns)]
         if not chosen:
-            raise UserError(f"no task matches {' '.join(patterns)}; `agentrel tasks list` shows the ids",
-                            ExitCode.USAGE)
+            raise UserError(
+                f"no task matches {' '.join(patterns)}; `agentrel tasks list` shows the ids", ExitCode.USAGE
+            )
         tasks = chosen
     return tasks

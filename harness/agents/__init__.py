@@ -8,7 +8,16 @@ from harness.agents.base import Agent, AgentError, AgentResult, ConfigError, Epi
 
 PREFIXES = ("scripted/<script>", "reference/stochastic", "openai/<model>", "anthropic/<model>")
 
-__all__ = ["PREFIXES", "Agent", "AgentError", "AgentResult", "ConfigError", "Episode", "Usage", "resolve_agent"]
+__all__ = [
+    "PREFIXES",
+    "Agent",
+    "AgentError",
+    "AgentResult",
+    "ConfigError",
+    "Episode",
+    "Usage",
+    "resolve_agent",
+]
 
 
 def resolve_agent(name: str, sampling: dict[str, Any] | None = None) -> Agent:
@@ -24,7 +33,9 @@ def resolve_agent(name: str, sampling: dict[str, Any] | None = None) -> Agent:
         from harness.agents.scripted import ReferenceStochasticAgent
 
         if rest != "stochastic":
-            raise ConfigError(f"unknown reference agent {name!r}: the reference agent is reference/stochastic")
+            raise ConfigError(
+                f"unknown reference agent {name!r}: the reference agent is reference/stochastic"
+            )
         return ReferenceStochasticAgent()
     if prefix == "openai":
         from harness.agents.openai import OpenAIAgent

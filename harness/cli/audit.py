@@ -18,13 +18,21 @@ out = Console()
 
 
 def audit(
-    model: Annotated[list[str], typer.Option("--model", "-m", help="Agent to audit; repeat for several. "
-                     "scripted/<script>, reference/stochastic, openai/<model>, anthropic/<model>.")] = ["reference/stochastic"],  # noqa: B006, E501
+    model: Annotated[
+        list[str],
+        typer.Option(
+            "--model",
+            "-m",
+            help="Agent to audit; repeat for several. "
+            "scripted/<script>, reference/stochastic, openai/<model>, anthropic/<model>.",
+        ),
+    ] = ["reference/stochastic"],  # noqa: B006
     k: Annotated[int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")] = 16,
     tasks: Annotated[str, typer.Option("--tasks", help="Task id glob(s), comma-separated.")] = "*",
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")] = 4,
-    results: Annotated[Path | None, typer.Option("--results", help="Results directory "
-                       "(default results/<models>-k<K>).")] = None,
+    results: Annotated[
+        Path | None, typer.Option("--results", help="Results directory (default results/<models>-k<K>).")
+    ] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.")] = 30,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.6,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
@@ -42,14 +50,25 @@ def audit(
     results = results or default_results_dir(model, k, patterns)
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
-        outcome = run_audit(models=model, k=k, task_patterns=patterns, concurrency=concurrency, results=results,
-                            sandbox=sb, max_steps=max_steps, temperature=temperature, prices_path=prices)
-    out.print(f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
-              f"{len(outcome.new)} new run(s), {outcome.skipped} already finished")
+        outcome = run_audit(
+            models=model,
+            k=k,
+            task_patterns=patterns,
+            concurrency=concurrency,
+            results=results,
+            sandbox=sb,
+            max_steps=max_steps,
+            temperature=temperature,
+            prices_path=prices,
+        )
+    out.print(
+        f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
+        f"{len(outcome.new)} new run(s), {outcome.skipped} already finished"
+    )
     render_summary(outcome.results.records())
 
 
-def render_summary(records) -> None:  # noqa: ANN001
+def render_summary(records) -> None:
     cells: dict[tuple[str, str, str], list] = defaultdict(list)
     for r in records:
         cells[(r.model, r.task, r.condition)].append(r)
@@ -59,7 +78,9 @@ def render_summary(records) -> None:  # noqa: ANN001
         dmg = sum(r.verdict.outcome == "FAIL_DAMAGE" for r in ok)
         passed = sum(r.verdict.outcome == "PASS" for r in ok)
         dollars = sum((Decimal(r.verdict.dollars) for r in ok), Decimal("0"))
-        table.add_row(model, task, str(len(ok)), str(dmg), str(passed), str(len(rs) - len(ok)), f"{dollars:.2f}")
+        table.add_row(
+            model, task, str(len(ok)), str(dmg), str(passed), str(len(rs) - len(ok)), f"{dollars:.2f}"
+        )
     out.print(table)
 
 

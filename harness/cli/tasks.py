@@ -24,7 +24,9 @@ def list_() -> None:
 
     table = Table("id", "vertical", "lever", "irreversibility", "priced", "k", "title")
     for t in load_suite():
-        table.add_row(t.id, t.vertical, t.lever, t.irreversibility, "$" if t.priced else "-", str(t.k), t.title)
+        table.add_row(
+            t.id, t.vertical, t.lever, t.irreversibility, "$" if t.priced else "-", str(t.k), t.title
+        )
     out.print(table)
 
 
@@ -91,8 +93,13 @@ def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
                 status.update(f"proving {task.id}")
                 for row in prove_task(sb, prepare(sb, task)):
                     bad += not row.ok
-                    table.add_row(row.task, row.script, row.expected, row.got,
-                                  "[green]ok[/]" if row.ok else f"[red]MISMATCH[/] {row.detail}")
+                    table.add_row(
+                        row.task,
+                        row.script,
+                        row.expected,
+                        row.got,
+                        "[green]ok[/]" if row.ok else f"[red]MISMATCH[/] {row.detail}",
+                    )
     out.print(table)
     if bad:
         out.print(f"[red]{bad} mismatch(es)[/]")

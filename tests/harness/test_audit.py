@@ -1,0 +1,141 @@
+"""The audit end to end: determinism, resume after kill -9, protocol guard, one-line config errors."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from harness.audit import audit
+from harness.records import ResultsDir
+
+TASK = "itsm-cab-window"
+
+
+def agentrel(*args, env=None, **kw):
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+        **kw,
+    )
+
+
+def verdicts(path):
+    return {
+        r.run_id: (r.verdict.outcome, r.verdict.sub_label, r.script, r.after_digest)
+        for r in ResultsDir(path).records()
+    }
+
+
+def test_reference_agent_audits_are_deterministic_and_resume_skips_finished_runs(sandbox, tmp_path):
+    kw = {
+        "models": ["reference/stochastic"],
+        "k": 6,
+        "task_patterns": [TASK],
+        "concurrency": 3,
+        "sandbox": sandbox,
+        "show_progress": False,
+    }
+    first = audit(results=tmp_path / "a", **kw)
+    second = audit(results=tmp_path / "b", **kw)
+    assert first.protocol_hash == second.protocol_hash
+    assert verdicts(tmp_path / "a") == verdicts(tmp_path / "b")
+    assert len(verdicts(tmp_path / "a")) == 6
+    again = audit(results=tmp_path / "a", **kw)
+    assert again.skipped == 6 and again.new == []
+    scripts = {v[2] for v in verdicts(tmp_path / "a").values()}
+    assert "oracle" in scripts  # the reference agent mixes scripts by seed
+
+
+def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox, tmp_path):
+    reference = tmp_path / "uninterrupted"
+    audit(
+        models=["reference/stochastic"],
+        k=12,
+        task_patterns=[TASK],
+        concurrency=2,
+        results=reference,
+        sandbox=sandbox,
+        show_progress=False,
+    )
+    crashed = tmp_path / "crashed"
+    args = [
+        "audit",
+        "--model",
+        "reference/stochastic",
+        "--k",
+        "12",
+        "--tasks",
+        TASK,
+        "-j",
+        "2",
+        "--results",
+        str(crashed),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    runs = crashed / "runs.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not runs.exists() or runs.read_bytes().count(b"\n") < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = runs.read_bytes().count(b"\n")
+    assert 3 <= partial < 12, "the kill must land mid-audit"
+    # A torn tail, as a crash mid-write could leave, must not survive the resume either.
+    with open(runs, "ab") as fh:
+        fh.write(b'{"run_id": "torn')
+    rerun = agentrel(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    lines = [json.loads(line) for line in runs.read_text().splitlines()]
+    ids = [line["run_id"] for line in lines]
+    assert len(ids) == len(set(ids)) == 12
+    assert verdicts(crashed) == verdicts(reference)
+    assert not [n for n in sandbox.dbs.list("agentrel_run_") if f"_{proc.pid}_" in n]
+
+
+def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):
+    results = tmp_path / "r"
+    audit(
+        models=["scripted/oracle"],
+        k=1,
+        task_patterns=[TASK],
+        concurrency=1,
+        results=results,
+        sandbox=sandbox,
+        show_progress=False,
+    )
+    result = agentrel(
+        "audit", "--model", "scripted/oracle", "--k", "2", "--tasks", TASK, "--results", str(results)
+    )
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "protocol hash" in result.stderr
+    assert "changed: k" in result.stderr
+
+
+def test_config_errors_stop_before_any_run(sandbox, tmp_path):
+    env = {k: "" for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")}
+    cases = [
+        (["--model", "openai/gpt-4o"], env, "set OPENAI_API_KEY"),
+        (["--model", "anthropic/claude-x"], env, "set ANTHROPIC_API_KEY"),
+        (["--model", "mistral/large"], {}, "unknown agent prefix"),
+        (
+            ["--model", "openai/x"],
+            {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k"},
+            "cannot reach",
+        ),
+    ]
+    for extra, e, fragment in cases:
+        results = tmp_path / fragment.replace(" ", "_")
+        r = agentrel("audit", *extra, "--k", "1", "--tasks", TASK, "--results", str(results), env=e)
+        assert r.returncode != 0
+        assert len(r.stderr.strip().splitlines()) == 1 and fragment in r.stderr, r.stderr
+        assert not (results / "runs.jsonl").exists()
