@@ -1,0 +1,67 @@
+"""Audit throughput: the whole suite x K=16 with the reference agent, and concurrency 16 vs 1 for an
+agent whose every model call takes 1 s (what a hosted model costs in wall time), side by side.
+
+Last line: runs_per_s=<reference suite throughput> speedup_at_16=<wall(c=1) / wall(c=16)>
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.agents.base import AgentResult, Episode  # noqa: E402
+from harness.agents.scripted import replay  # noqa: E402
+from harness.audit import audit  # noqa: E402
+from sandbox.sandbox import Sandbox  # noqa: E402
+
+K = 16
+LATENCY_RUNS = 32
+CONCURRENCY = 4
+
+
+class FixedLatencyAgent:
+    """Follows each task's oracle, paying 1 s per model call (one call per tool step plus the answer)."""
+
+    kind = "model"
+    name = "bench/fixed-latency"
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "latency_s": 1.0}
+
+    async def run(self, episode: Episode) -> AgentResult:
+        await asyncio.sleep(1.0)
+        result = await replay(episode, episode.task.oracle, "oracle")
+        return result
+
+
+def main() -> None:
+    sb = Sandbox.open()
+    with tempfile.TemporaryDirectory(prefix="agentrel-bench-") as tmp:
+        t0 = time.perf_counter()
+        suite = audit(models=["reference/stochastic"], k=K, task_patterns=None, concurrency=CONCURRENCY,
+                      results=Path(tmp) / "suite", sandbox=sb, show_progress=False)
+        suite_s = time.perf_counter() - t0
+        n = len(suite.new)
+        walls = {}
+        for c in (1, 16):
+            agent = FixedLatencyAgent()
+            k = LATENCY_RUNS // len({r.task for r in suite.new})
+            t0 = time.perf_counter()
+            out = audit(models=[agent.name], k=max(k, 1), task_patterns=None, concurrency=c,
+                        results=Path(tmp) / f"latency-{c}", sandbox=sb, show_progress=False,
+                        extra_agents={agent.name: agent})
+            walls[c] = (time.perf_counter() - t0, len(out.new))
+    print(f"reference suite: {n} runs (all tasks x K={K}) in {suite_s:.1f} s at concurrency {CONCURRENCY}")
+    for c, (wall, runs) in walls.items():
+        print(f"fixed 1 s latency agent: {runs} runs at concurrency {c}: {wall:.1f} s")
+    print(f"runs_per_s={n / suite_s:.2f} speedup_at_16={walls[1][0] / walls[16][0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
