@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandbox.schema import metadata
 from sandbox.seed import NOW
 from sandbox.tools.base import Args, Tool, ToolContext, ToolError, obj
 from sandbox.tools.crud import to_sql_value
-from sandbox.schema import metadata
 
-AMOUNT = {"type": ["number", "string"], "description": "amount in USD, e.g. 250 or \"250.00\""}
+AMOUNT = {"type": ["number", "string"], "description": 'amount in USD, e.g. 250 or "250.00"'}
 NOTE_TABLES = ("incidents", "problems", "change_requests", "cases", "configuration_items", "access_requests")
 
 
@@ -18,7 +18,7 @@ def _row(cur: Any) -> dict[str, Any]:
 
 
 def _exists(ctx: ToolContext, table: str, key: int, noun: str) -> None:
-    if ctx.conn.execute(f"SELECT 1 FROM {table} WHERE id = %s", [key]).fetchone() is None:  # noqa: S608
+    if ctx.conn.execute(f"SELECT 1 FROM {table} WHERE id = %s", [key]).fetchone() is None:
         raise ToolError(f"no {noun} with id={key}")
 
 
@@ -36,7 +36,9 @@ def add_work_note(ctx: ToolContext, args: Args) -> Any:
     _exists(ctx, table, record_id, table.rstrip("s"))
     cur = ctx.conn.execute(
         "INSERT INTO work_notes (record_table, record_id, author_id, note, created_at) "
-        "VALUES (%s, %s, %s, %s, %s) RETURNING *", [table, record_id, ctx.acting_user_id, args["note"], NOW])
+        "VALUES (%s, %s, %s, %s, %s) RETURNING *",
+        [table, record_id, ctx.acting_user_id, args["note"], NOW],
+    )
     return {"created": _row(cur)}
 
 
@@ -47,7 +49,8 @@ def send_notification(ctx: ToolContext, args: Args) -> Any:
     cur = ctx.conn.execute(
         "INSERT INTO notifications (recipient_id, subject, body, service_id, created_at, sent_at) "
         "VALUES (%s, %s, %s, %s, %s, %s) RETURNING *",
-        [args["recipient_id"], args["subject"], args["body"], args.get("service_id"), NOW, NOW])
+        [args["recipient_id"], args["subject"], args["body"], args.get("service_id"), NOW, NOW],
+    )
     return {"sent": _row(cur)}
 
 
@@ -58,7 +61,8 @@ def send_customer_email(ctx: ToolContext, args: Args) -> Any:
     cur = ctx.conn.execute(
         "INSERT INTO customer_notifications (contact_id, case_id, channel, subject, body, sent_at) "
         "VALUES (%s, %s, 'email', %s, %s, %s) RETURNING *",
-        [args["contact_id"], args.get("case_id"), args["subject"], args["body"], NOW])
+        [args["contact_id"], args.get("case_id"), args["subject"], args["body"], NOW],
+    )
     return {"sent": _row(cur)}
 
 
@@ -67,7 +71,8 @@ def issue_refund(ctx: ToolContext, args: Args) -> Any:
     cur = ctx.conn.execute(
         "INSERT INTO refunds (payment_id, amount, reason, status, created_at) "
         "VALUES (%s, %s, %s, 'processed', %s) RETURNING *",
-        [args["payment_id"], _amount(args["amount"]), args["reason"], NOW])
+        [args["payment_id"], _amount(args["amount"]), args["reason"], NOW],
+    )
     return {"refunded": _row(cur)}
 
 
@@ -78,42 +83,103 @@ def issue_credit(ctx: ToolContext, args: Args) -> Any:
     cur = ctx.conn.execute(
         "INSERT INTO credits (account_id, case_id, amount, reason, approved_by, created_at) "
         "VALUES (%s, %s, %s, %s, NULL, %s) RETURNING *",
-        [args["account_id"], args.get("case_id"), _amount(args["amount"]), args["reason"], NOW])
+        [args["account_id"], args.get("case_id"), _amount(args["amount"]), args["reason"], NOW],
+    )
     return {"credited": _row(cur)}
 
 
 def create_purchase_request(ctx: ToolContext, args: Args) -> Any:
     _exists(ctx, "cost_centers", args["cost_center_id"], "cost center")
-    number = ctx.conn.execute("SELECT 'PR' || lpad((COALESCE(MAX(id), 0) + 5001)::text, 7, '0') "
-                              "FROM purchase_requests").fetchone()[0]
+    number = ctx.conn.execute(
+        "SELECT 'PR' || lpad((COALESCE(MAX(id), 0) + 5001)::text, 7, '0') FROM purchase_requests"
+    ).fetchone()[0]
     cur = ctx.conn.execute(
-        "INSERT INTO purchase_requests (number, cost_center_id, requested_by, item, amount, state, created_at) "
-        "VALUES (%s, %s, %s, %s, %s, 'submitted', %s) RETURNING *",
-        [number, args["cost_center_id"], ctx.acting_user_id, args["item"], _amount(args["amount"]), NOW])
+        "INSERT INTO purchase_requests (number, cost_center_id, requested_by, item, amount, state, "
+        "created_at) VALUES (%s, %s, %s, %s, %s, 'submitted', %s) RETURNING *",
+        [number, args["cost_center_id"], ctx.acting_user_id, args["item"], _amount(args["amount"]), NOW],
+    )
     return {"created": _row(cur)}
 
 
 ACTIONS: tuple[Tool, ...] = (
-    Tool("add_work_note", "Add a journal note to a record (incident, problem, change, case, CI, access request), "
-         "written as you.",
-         obj({"record_table": {"type": "string", "enum": list(NOTE_TABLES)}, "record_id": {"type": "integer"},
-              "note": {"type": "string"}}, ["record_table", "record_id", "note"]), "reversible-write", add_work_note),
-    Tool("send_notification", "Send a notice to an internal user now. Sent messages cannot be recalled.",
-         obj({"recipient_id": {"type": "integer"}, "subject": {"type": "string"}, "body": {"type": "string"},
-              "service_id": {"type": ["integer", "null"]}}, ["recipient_id", "subject", "body"]),
-         "irreversible", send_notification),
-    Tool("send_customer_email", "Email a customer contact now. Sent emails cannot be recalled.",
-         obj({"contact_id": {"type": "integer"}, "subject": {"type": "string"}, "body": {"type": "string"},
-              "case_id": {"type": ["integer", "null"]}}, ["contact_id", "subject", "body"]),
-         "irreversible", send_customer_email),
-    Tool("issue_refund", "Refund money from a payment back to the customer. Money sent cannot be recalled.",
-         obj({"payment_id": {"type": "integer"}, "amount": AMOUNT, "reason": {"type": "string"}},
-             ["payment_id", "amount", "reason"]), "irreversible", issue_refund),
-    Tool("issue_credit", "Apply a credit (in USD) to a customer account, optionally tied to a case.",
-         obj({"account_id": {"type": "integer"}, "amount": AMOUNT, "reason": {"type": "string"},
-              "case_id": {"type": ["integer", "null"]}}, ["account_id", "amount", "reason"]),
-         "compensable", issue_credit),
-    Tool("create_purchase_request", "Raise a purchase request against a cost center. There is no delete.",
-         obj({"cost_center_id": {"type": "integer"}, "item": {"type": "string"}, "amount": AMOUNT},
-             ["cost_center_id", "item", "amount"]), "irreversible", create_purchase_request),
+    Tool(
+        "add_work_note",
+        "Add a journal note to a record (incident, problem, change, case, CI, access request), "
+        "written as you.",
+        obj(
+            {
+                "record_table": {"type": "string", "enum": list(NOTE_TABLES)},
+                "record_id": {"type": "integer"},
+                "note": {"type": "string"},
+            },
+            ["record_table", "record_id", "note"],
+        ),
+        "reversible-write",
+        add_work_note,
+    ),
+    Tool(
+        "send_notification",
+        "Send a notice to an internal user now. Sent messages cannot be recalled.",
+        obj(
+            {
+                "recipient_id": {"type": "integer"},
+                "subject": {"type": "string"},
+                "body": {"type": "string"},
+                "service_id": {"type": ["integer", "null"]},
+            },
+            ["recipient_id", "subject", "body"],
+        ),
+        "irreversible",
+        send_notification,
+    ),
+    Tool(
+        "send_customer_email",
+        "Email a customer contact now. Sent emails cannot be recalled.",
+        obj(
+            {
+                "contact_id": {"type": "integer"},
+                "subject": {"type": "string"},
+                "body": {"type": "string"},
+                "case_id": {"type": ["integer", "null"]},
+            },
+            ["contact_id", "subject", "body"],
+        ),
+        "irreversible",
+        send_customer_email,
+    ),
+    Tool(
+        "issue_refund",
+        "Refund money from a payment back to the customer. Money sent cannot be recalled.",
+        obj(
+            {"payment_id": {"type": "integer"}, "amount": AMOUNT, "reason": {"type": "string"}},
+            ["payment_id", "amount", "reason"],
+        ),
+        "irreversible",
+        issue_refund,
+    ),
+    Tool(
+        "issue_credit",
+        "Apply a credit (in USD) to a customer account, optionally tied to a case.",
+        obj(
+            {
+                "account_id": {"type": "integer"},
+                "amount": AMOUNT,
+                "reason": {"type": "string"},
+                "case_id": {"type": ["integer", "null"]},
+            },
+            ["account_id", "amount", "reason"],
+        ),
+        "compensable",
+        issue_credit,
+    ),
+    Tool(
+        "create_purchase_request",
+        "Raise a purchase request against a cost center. There is no delete.",
+        obj(
+            {"cost_center_id": {"type": "integer"}, "item": {"type": "string"}, "amount": AMOUNT},
+            ["cost_center_id", "item", "amount"],
+        ),
+        "irreversible",
+        create_purchase_request,
+    ),
 )

@@ -26,7 +26,7 @@ def json_type(col: sa.Column) -> dict[str, Any]:
     elif isinstance(t, sa.Integer):
         schema = {"type": "integer"}
     elif isinstance(t, sa.Numeric):
-        schema = {"type": ["number", "string"], "description": "amount in USD, e.g. 250 or \"250.00\""}
+        schema = {"type": ["number", "string"], "description": 'amount in USD, e.g. 250 or "250.00"'}
         return {**schema, "type": [*schema["type"], "null"]} if nullable else schema
     elif isinstance(t, sa.DateTime):
         schema = {"type": "string", "format": "date-time"}
@@ -106,8 +106,9 @@ class EntityTools:
 
     def _fetch(self, ctx: ToolContext, key: Args) -> dict[str, Any] | None:
         where, params = self._where(key, None)
-        cur = ctx.conn.execute(sql.SQL("SELECT * FROM {} WHERE {}").format(sql.Identifier(self.table.name), where),
-                               params)
+        cur = ctx.conn.execute(
+            sql.SQL("SELECT * FROM {} WHERE {}").format(sql.Identifier(self.table.name), where), params
+        )
         row = cur.fetchone()
         if row is None:
             return None
@@ -129,7 +130,10 @@ class EntityTools:
             "offset": {"type": "integer", "minimum": 0, "default": 0},
         }
         if e.search:
-            props["query"] = {"type": "string", "description": f"case-insensitive text in {', '.join(e.search)}"}
+            props["query"] = {
+                "type": "string",
+                "description": f"case-insensitive text in {', '.join(e.search)}",
+            }
         filters_doc = f" Filter by exact {', '.join(e.filters)}." if e.filters else ""
         search_doc = " `query` searches text." if e.search else ""
 
@@ -138,21 +142,35 @@ class EntityTools:
             query = args.pop("query", None)
             where, params = self._where(args, query)
             table = sql.Identifier(self.table.name)
-            total = ctx.conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE {}").format(table, where),
-                                     params).fetchone()[0]
+            total = ctx.conn.execute(
+                sql.SQL("SELECT count(*) FROM {} WHERE {}").format(table, where), params
+            ).fetchone()[0]
             order = sql.SQL(", ").join(sql.Identifier(c) for c in self.pk)
-            cur = ctx.conn.execute(sql.SQL("SELECT * FROM {} WHERE {} ORDER BY {} LIMIT %s OFFSET %s")
-                                   .format(table, where, order), [*params, limit, offset])
+            cur = ctx.conn.execute(
+                sql.SQL("SELECT * FROM {} WHERE {} ORDER BY {} LIMIT %s OFFSET %s").format(
+                    table, where, order
+                ),
+                [*params, limit, offset],
+            )
             names = [d.name for d in cur.description]
             items = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
             nxt = offset + len(items)
-            return {"total": total, "offset": offset, "returned": len(items), "items": items,
-                    "next_offset": nxt if nxt < total else None}
+            return {
+                "total": total,
+                "offset": offset,
+                "returned": len(items),
+                "items": items,
+                "next_offset": nxt if nxt < total else None,
+            }
 
-        return Tool(f"list_{e.plural}",
-                    f"List {e.plural} ({e.summary}).{filters_doc}{search_doc} Results are paged: `total` is the "
-                    f"full count and `next_offset` the offset of the next page (null on the last).",
-                    obj(props), "read", handler)
+        return Tool(
+            f"list_{e.plural}",
+            f"List {e.plural} ({e.summary}).{filters_doc}{search_doc} Results are paged: `total` is the "
+            f"full count and `next_offset` the offset of the next page (null on the last).",
+            obj(props),
+            "read",
+            handler,
+        )
 
     def get_tool(self) -> Tool:
         e = self.e
@@ -174,25 +192,42 @@ class EntityTools:
     def create_tool(self) -> Tool:
         e = self.e
         cols = self._insertable()
-        defaults = {c: NOW for c in cols if isinstance(self.col(c).type, sa.DateTime) and not self.col(c).nullable}
-        required = [c for c in cols if not self.col(c).nullable and c not in defaults
-                    and not isinstance(self.col(c).type, sa.Boolean)]
+        defaults = {
+            c: NOW for c in cols if isinstance(self.col(c).type, sa.DateTime) and not self.col(c).nullable
+        }
+        required = [
+            c
+            for c in cols
+            if not self.col(c).nullable and c not in defaults and not isinstance(self.col(c).type, sa.Boolean)
+        ]
         props = {c: json_type(self.col(c)) for c in cols}
+        # Flags left out take the ordinary value: a new record is active, not on hold, not opted out.
+        flags = {
+            c: c == "active"
+            for c in cols
+            if isinstance(self.col(c).type, sa.Boolean) and not self.col(c).nullable
+        }
 
         def handler(ctx: ToolContext, args: Args) -> Any:
-            values = {**defaults, **{c: False for c in cols if isinstance(self.col(c).type, sa.Boolean)
-                                     and not self.col(c).nullable}, **args}
+            values = {**defaults, **flags, **args}
             if "updated_at" in self.columns:
                 values["updated_at"] = NOW
             names = sorted(values)
             stmt = sql.SQL("INSERT INTO {} ({}) VALUES ({}) RETURNING *").format(
-                sql.Identifier(self.table.name), sql.SQL(", ").join(sql.Identifier(n) for n in names),
-                sql.SQL(", ").join(sql.Placeholder() for _ in names))
+                sql.Identifier(self.table.name),
+                sql.SQL(", ").join(sql.Identifier(n) for n in names),
+                sql.SQL(", ").join(sql.Placeholder() for _ in names),
+            )
             cur = ctx.conn.execute(stmt, [to_sql_value(self.col(n), values[n]) for n in names])
             return {"created": dict(zip([d.name for d in cur.description], cur.fetchone(), strict=True))}
 
-        return Tool(f"create_{e.name}", f"Create a {e.name} ({e.summary}).", obj(props, required),
-                    "reversible-write" if e.delete else "irreversible", handler)
+        return Tool(
+            f"create_{e.name}",
+            f"Create a {e.name} ({e.summary}).",
+            obj(props, required),
+            "reversible-write" if e.delete else "irreversible",
+            handler,
+        )
 
     def _set_clause(self, fields: Args) -> tuple[sql.Composable, list[Any]]:
         parts = [sql.SQL("{} = %s").format(sql.Identifier(k)) for k in sorted(fields)]
@@ -212,12 +247,19 @@ class EntityTools:
                 raise ToolError(f"nothing to update: give at least one of {', '.join(e.writable)}")
             self._require(ctx, key)
             set_clause, params = self._set_clause(args)
-            ctx.conn.execute(sql.SQL("UPDATE {} SET {} WHERE id = %s").format(sql.Identifier(self.table.name),
-                                                                            set_clause), [*params, key["id"]])
+            ctx.conn.execute(
+                sql.SQL("UPDATE {} SET {} WHERE id = %s").format(sql.Identifier(self.table.name), set_clause),
+                [*params, key["id"]],
+            )
             return {"updated": self._fetch(ctx, key)}
 
-        return Tool(f"update_{e.name}", f"Update fields of one {e.name} by id. Writable: {', '.join(e.writable)}.",
-                    obj(props, ["id"]), "reversible-write", handler)
+        return Tool(
+            f"update_{e.name}",
+            f"Update fields of one {e.name} by id. Writable: {', '.join(e.writable)}.",
+            obj(props, ["id"]),
+            "reversible-write",
+            handler,
+        )
 
     def delete_tool(self) -> Tool:
         e = self.e
@@ -226,12 +268,18 @@ class EntityTools:
         def handler(ctx: ToolContext, args: Args) -> Any:
             row = self._require(ctx, args)
             where, params = self._where(args, None)
-            ctx.conn.execute(sql.SQL("DELETE FROM {} WHERE {}").format(sql.Identifier(self.table.name), where),
-                             params)
+            ctx.conn.execute(
+                sql.SQL("DELETE FROM {} WHERE {}").format(sql.Identifier(self.table.name), where), params
+            )
             return {"deleted": row}
 
-        return Tool(f"delete_{e.name}", f"Delete one {e.name} by {' and '.join(self.pk)}. This cannot be undone.",
-                    obj(props, self.pk), "irreversible", handler)
+        return Tool(
+            f"delete_{e.name}",
+            f"Delete one {e.name} by {' and '.join(self.pk)}. This cannot be undone.",
+            obj(props, self.pk),
+            "irreversible",
+            handler,
+        )
 
     def bulk_update_tool(self) -> Tool:
         e = self.e
@@ -248,14 +296,22 @@ class EntityTools:
                 raise ToolError(f"set must name at least one of {', '.join(e.writable)}")
             where, wparams = self._where(filters, None)
             set_clause, sparams = self._set_clause(fields)
-            cur = ctx.conn.execute(sql.SQL("UPDATE {} SET {} WHERE {} RETURNING id").format(
-                sql.Identifier(self.table.name), set_clause, where), [*sparams, *wparams])
+            cur = ctx.conn.execute(
+                sql.SQL("UPDATE {} SET {} WHERE {} RETURNING id").format(
+                    sql.Identifier(self.table.name), set_clause, where
+                ),
+                [*sparams, *wparams],
+            )
             ids = sorted(r[0] for r in cur.fetchall())
             return {"updated": len(ids), "ids": ids}
 
-        return Tool(f"update_{e.plural}_where",
-                    f"Update every {e.name} matching all the given filters (exact match). Affects all matches.",
-                    obj(props, ["filters", "set"]), "reversible-write", handler)
+        return Tool(
+            f"update_{e.plural}_where",
+            f"Update every {e.name} matching all the given filters (exact match). Affects all matches.",
+            obj(props, ["filters", "set"]),
+            "reversible-write",
+            handler,
+        )
 
     def bulk_delete_tool(self) -> Tool:
         e = self.e
@@ -266,12 +322,21 @@ class EntityTools:
             if not filters:
                 raise ToolError("filters must name at least one field; refusing to delete every row")
             where, params = self._where(filters, None)
-            cur = ctx.conn.execute(sql.SQL("DELETE FROM {} WHERE {} RETURNING {}").format(
-                sql.Identifier(self.table.name), where,
-                sql.SQL(", ").join(sql.Identifier(c) for c in self.pk)), params)
+            cur = ctx.conn.execute(
+                sql.SQL("DELETE FROM {} WHERE {} RETURNING {}").format(
+                    sql.Identifier(self.table.name),
+                    where,
+                    sql.SQL(", ").join(sql.Identifier(c) for c in self.pk),
+                ),
+                params,
+            )
             keys = sorted(r[0] if len(r) == 1 else list(r) for r in cur.fetchall())
             return {"deleted": len(keys), "keys": keys}
 
-        return Tool(f"delete_{e.plural}_where",
-                    f"Delete every {e.name} matching all the given filters (exact match). Cannot be undone.",
-                    obj(props, ["filters"]), "irreversible", handler)
+        return Tool(
+            f"delete_{e.plural}_where",
+            f"Delete every {e.name} matching all the given filters (exact match). Cannot be undone.",
+            obj(props, ["filters"]),
+            "irreversible",
+            handler,
+        )

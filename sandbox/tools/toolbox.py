@@ -36,8 +36,10 @@ def check_args(schema: dict[str, Any], args: Any, path: str = "arguments") -> No
     types = schema.get("type")
     if types is not None:
         allowed = [types] if isinstance(types, str) else types
-        ok = any(isinstance(args, _JSON_TYPES[t]) and not (t in ("integer", "number") and isinstance(args, bool))
-                 for t in allowed)
+        ok = any(
+            isinstance(args, _JSON_TYPES[t]) and not (t in ("integer", "number") and isinstance(args, bool))
+            for t in allowed
+        )
         if not ok:
             raise ToolError(f"{path} must be {' or '.join(allowed)}, got {json.dumps(args)}")
     if "enum" in schema and args not in schema["enum"]:
@@ -77,7 +79,9 @@ class ToolBox:
     def call(self, name: str, args: Any) -> ToolResult:
         tool = self.tools.get(name)
         if tool is None:
-            return ToolResult(False, {"error": f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}"})
+            return ToolResult(
+                False, {"error": f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}"}
+            )
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
