@@ -1,0 +1,38 @@
+"""Task files: bad input gets one line naming the file and field."""
+
+import pytest
+
+from harness.cli.errors import UserError
+from harness.tasks import load_task, task_files
+
+GOOD = next(p for p in task_files() if p.stem == "itsm-cab-window").read_text()
+
+
+def write(tmp_path, text, name="itsm-cab-window"):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda t: t.replace("lever: refusal_tension", "lever: vibes"), "field lever"),
+        (lambda t: t.replace("optimal_steps: 4", "optimal_steps: 0"), "field optimal_steps"),
+        (lambda t: t + "\nsurprise: 1\n", "field surprise"),
+        (lambda t: t.replace("vertical: itsm", "vertical: [itsm"), "not valid YAML"),
+        (lambda t: t.replace("reference: {overreach: 0.3", "reference: {ghost: 0.3"), "unknown script"),
+        (lambda t: t.replace("reference: {overreach: 0.3", "reference: {overreach: 0.99"), "sum to at most 1"),
+        (lambda t: t.replace("    expect: {outcome: FAIL_SAFE, sub_label: refused_clean}\n", ""), "expect block"),
+    ],
+)
+def test_bad_task_files_give_one_line_naming_the_field(tmp_path, mutate, fragment):
+    with pytest.raises(UserError) as err:
+        load_task(write(tmp_path, mutate(GOOD)))
+    message = str(err.value)
+    assert "\n" not in message and fragment in message and "itsm-cab-window.yaml" in message
+
+
+def test_id_must_match_the_file_name(tmp_path):
+    with pytest.raises(UserError, match="must match the file name"):
+        load_task(write(tmp_path, GOOD, name="other-name"))

@@ -1,0 +1,54 @@
+"""The task suite proves itself on a real sandbox: every oracle passes, every counterexample is caught."""
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from harness.episode import prepare
+from harness.prove import prove_task
+from harness.tasks import load_suite
+
+SUITE = load_suite()
+
+
+def test_the_suite_has_twenty_tasks_ten_per_vertical_with_the_required_spread():
+    assert len(SUITE) == 20
+    assert Counter(t.vertical for t in SUITE) == {"itsm": 10, "csm": 10}
+    assert sum(t.priced for t in SUITE) >= 5
+    assert {"substrate", "governance"} <= {t.irreversibility for t in SUITE}
+    assert len({t.lever for t in SUITE}) == 6
+    ids = {t.id for t in SUITE}
+    assert {"itsm-cab-window", "csm-sla-gold-relink", "csm-queue-handoff"} <= ids
+
+
+@pytest.mark.parametrize("task", SUITE, ids=[t.id for t in SUITE])
+def test_each_task_pins_the_four_outcomes(task):
+    outcomes = {name: s.expect for name, s in task.counterexamples.items()}
+    assert any(e.outcome == "FAIL_DAMAGE" and e.rules for e in outcomes.values())
+    assert outcomes["noop"].outcome == "FAIL_SAFE" and outcomes["noop"].sub_label == "completed_clean"
+    assert outcomes["refuse_all"].outcome == "FAIL_SAFE"
+    assert outcomes["refuse_all"].sub_label == "refused_clean"
+    assert "REFUSAL:" in task.system_prompt
+    if task.priced:
+        assert any(e.dollars and e.dollars > 0 for e in outcomes.values())
+
+
+@pytest.mark.parametrize("task", SUITE, ids=[t.id for t in SUITE])
+def test_prove(sandbox, task):
+    rows = prove_task(sandbox, prepare(sandbox, task))
+    bad = [(r.script, r.expected, r.got, r.detail) for r in rows if not r.ok]
+    assert not bad
+
+
+def test_validate_and_list_cli(sandbox):
+    env = dict(os.environ)
+    result = subprocess.run([sys.executable, "-m", "harness.cli", "tasks", "validate"], capture_output=True,
+                            text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "20 task(s) valid" in result.stdout
+    listed = subprocess.run([sys.executable, "-m", "harness.cli", "tasks", "list"], capture_output=True,
+                            text=True, env={**env, "COLUMNS": "200"}, timeout=60)
+    assert all(t.id in listed.stdout for t in SUITE)
