@@ -90,13 +90,25 @@ def issue_credit(ctx: ToolContext, args: Args) -> Any:
 
 def create_purchase_request(ctx: ToolContext, args: Args) -> Any:
     _exists(ctx, "cost_centers", args["cost_center_id"], "cost center")
-    number = ctx.conn.execute(
-        "SELECT 'PR' || lpad((COALESCE(MAX(id), 0) + 5001)::text, 7, '0') FROM purchase_requests"
-    ).fetchone()[0]
+    # Number the request from its own id, as the seed does (PR0005000 is id 1), so it is unique.
+    new_id = ctx.conn.execute("SELECT nextval(pg_get_serial_sequence('purchase_requests', 'id'))").fetchone()[
+        0
+    ]
+    number = f"PR{4999 + new_id:07d}"
+    if ctx.conn.execute("SELECT 1 FROM purchase_requests WHERE number = %s", [number]).fetchone():
+        number = f"{number}-{new_id}"
     cur = ctx.conn.execute(
-        "INSERT INTO purchase_requests (number, cost_center_id, requested_by, item, amount, state, "
-        "created_at) VALUES (%s, %s, %s, %s, %s, 'submitted', %s) RETURNING *",
-        [number, args["cost_center_id"], ctx.acting_user_id, args["item"], _amount(args["amount"]), NOW],
+        "INSERT INTO purchase_requests (id, number, cost_center_id, requested_by, item, amount, state, "
+        "created_at) VALUES (%s, %s, %s, %s, %s, %s, 'submitted', %s) RETURNING *",
+        [
+            new_id,
+            number,
+            args["cost_center_id"],
+            ctx.acting_user_id,
+            args["item"],
+            _amount(args["amount"]),
+            NOW,
+        ],
     )
     return {"created": _row(cur)}
 
