@@ -3,7 +3,8 @@
 template path: CREATE DATABASE ... TEMPLATE (clone) + post-run full-state dump + DROP. The pre-run dump
                of the template is computed once and reused by digest, so it is not part of a run.
 naive path:    CREATE DATABASE (empty) + schema + the seed loaded from a plain SQL script of one INSERT
-               per row (what `pg_dump --inserts` or a hand-written seed.sql gives) + dump + DROP.
+               per row (what `pg_dump --inserts` or a hand-written seed.sql gives) + dump + DROP,
+               on the same storage (the RAM-backed run tablespace when there is one).
 
 Runs on the user's own sandbox (AGENTREL_HOME or .agentrel/), the overhead a user really gets.
 Last line: per_run_ms=<template> naive_ms=<naive> ratio=<naive/template>
@@ -85,8 +86,14 @@ def main() -> None:
         name = f"agentrel_run_naive_{i}"
 
         def naive() -> None:
+            space = sb.dbs.run_tablespace()  # the same storage as run databases: only the loading differs
             with sb.dbs.admin() as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {}{}").format(
+                        sql.Identifier(name),
+                        sql.SQL(" TABLESPACE {}").format(sql.Identifier(space)) if space else sql.SQL(""),
+                    )
+                )
             with psycopg.connect(server.conninfo(name), autocommit=True) as conn:
                 conn.execute(script)
             dump_database(server.conninfo(name))

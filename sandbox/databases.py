@@ -25,6 +25,7 @@ from sandbox.servers.base import SandboxError, Server
 
 PREFIX = "agentrel_"
 RUN_PREFIX = f"{PREFIX}run_"
+RUN_TABLESPACE = "agentrel_runs"
 HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
 
 
@@ -40,6 +41,7 @@ class Databases:
     def __init__(self, server: Server, cache_dir: Path | None = None) -> None:
         self.server = server
         self.cache_dir = cache_dir
+        self._run_tablespace: str | bool | None = False  # False: not looked up yet
 
     # -- plumbing ----------------------------------------------------------------------------------
     def admin(self) -> psycopg.Connection:
@@ -70,16 +72,44 @@ class Databases:
         with self.admin() as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
-    def clone(self, template: str, name: str) -> None:
+    def clone(self, template: str, name: str, tablespace: str | None = None) -> None:
         with self.admin() as conn:
             # FILE_COPY (Postgres 15+) copies files instead of WAL-logging every page: a run database is
             # dropped soon after, so the default strategy's dirty pages would only be written for nothing.
             strategy = sql.SQL(" STRATEGY FILE_COPY" if conn.info.server_version >= 150000 else "")
+            space = (
+                sql.SQL(" TABLESPACE {}").format(sql.Identifier(tablespace)) if tablespace else sql.SQL("")
+            )
             conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}{}").format(
-                    sql.Identifier(name), sql.Identifier(template), strategy
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}{}{}").format(
+                    sql.Identifier(name), sql.Identifier(template), strategy, space
                 )
             )
+
+    def run_tablespace(self) -> str | None:
+        """The tablespace run databases go to: a RAM-backed one when the server offers it."""
+        if self._run_tablespace is False:
+            location = getattr(self.server, "run_space", None)
+            self._run_tablespace = None
+            if location is not None:
+                with self.admin() as conn:
+                    row = conn.execute(
+                        "SELECT pg_tablespace_location(oid) FROM pg_tablespace WHERE spcname = %s",
+                        (RUN_TABLESPACE,),
+                    ).fetchone()
+                    if row is None:
+                        conn.execute(
+                            sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
+                                sql.Identifier(RUN_TABLESPACE), sql.Literal(str(location))
+                            )
+                        )
+                    elif row[0] != str(location):
+                        raise SandboxError(
+                            f"tablespace {RUN_TABLESPACE} points at {row[0]}, not {location}: "
+                            "run `agentrel sandbox reset`"
+                        )
+                self._run_tablespace = RUN_TABLESPACE
+        return self._run_tablespace  # type: ignore[return-value]
 
     def _publish(self, tmp: str, final: str, digest: str) -> None:
         with self.admin() as conn:
@@ -182,7 +212,7 @@ class Databases:
     # -- run databases --------------------------------------------------------------------------------
     def create_run(self, template: Template) -> str:
         name = f"{RUN_PREFIX}{HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
-        self.clone(template.name, name)
+        self.clone(template.name, name, self.run_tablespace())
         return name
 
     def _tmp_name(self) -> str:
@@ -205,6 +235,9 @@ class Databases:
         names = self.list()
         for name in names:
             self.drop(name)
+        with self.admin() as conn:
+            conn.execute(sql.SQL("DROP TABLESPACE IF EXISTS {}").format(sql.Identifier(RUN_TABLESPACE)))
+        self._run_tablespace = False
         return names
 
 

@@ -31,6 +31,7 @@ INSTALL_HINT = (
 # A unix socket path must fit in sockaddr_un (107 bytes); leave room for ".s.PGSQL.5432".
 MAX_SOCKET_DIR = 90
 SERVICE_USERS = ("postgres", "agentrel")
+SHM = Path("/dev/shm")
 FALLBACK_PARENT = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
 
 
@@ -139,6 +140,7 @@ class LocalCluster:
             raise SandboxError(
                 f"cannot use AGENTREL_HOME {self.home}: {exc.strerror}; point it at a writable directory"
             ) from None
+        self._ensure_run_space()
         if self._accepting():
             return
         self._bin("initdb")  # fail on missing binaries before creating any directory
@@ -161,6 +163,30 @@ class LocalCluster:
         """Stop the cluster and delete its files (tests and `make clean`)."""
         self.stop()
         shutil.rmtree(self._root, ignore_errors=True)
+        if self.run_space:
+            shutil.rmtree(self.run_space, ignore_errors=True)
+
+    @property
+    def run_space(self) -> Path | None:
+        """A RAM-backed directory for run databases, when the machine has one (/dev/shm).
+
+        Run databases are dumped before they are dropped and never outlive their run, so they need no
+        durable storage; on tmpfs a clone and a drop take milliseconds instead of the hundreds a busy
+        disk can cost. Templates stay in the data directory."""
+        if os.environ.get("AGENTREL_NO_RAM_RUNS") or not SHM.is_dir() or not os.access(SHM, os.W_OK):
+            return None
+        tag = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
+        return SHM / f"agentrel-runs-{tag}"
+
+    def _ensure_run_space(self) -> None:
+        # tmpfs is emptied at reboot while the tablespace stays in the catalog: recreate the directory.
+        space = self.run_space
+        if space is None or space.is_dir():
+            return
+        space.mkdir(mode=0o700, exist_ok=True)
+        user = self._service_user()
+        if user:
+            os.chown(space, user.pw_uid, user.pw_gid)
 
     def info(self) -> ServerInfo:
         running = self._accepting()
