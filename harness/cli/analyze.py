@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -25,7 +25,7 @@ err = Console(stderr=True, highlight=False)
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the library's input and value errors into the CLI's one-line UserError."""
+    """Turn the library's input errors (and unwritable outputs) into the CLI's one-line UserError."""
     from analysis.inputs import InputError, MixedProtocolsError
 
     try:
@@ -52,14 +52,25 @@ def _default_out(path: Path) -> Path:
     return Path("results") / f"{path.stem}-analysis"
 
 
+InputArg = Annotated[Path, typer.Argument(help=INPUT_HELP)]
+MixedOpt = Annotated[bool, typer.Option("--allow-mixed-protocols", help=MIXED_HELP)]
+SeedOpt = Annotated[
+    int, typer.Option("--seed", envvar="AGENTREL_SEED", help="Seed for every resampling step.")
+]
+
+
 def analyze_command(
-    input: Path = typer.Argument(..., help=INPUT_HELP),
-    out: Path | None = typer.Option(None, "--out", help="Report directory [default: <results>/analysis]."),
-    json_file: Path | None = typer.Option(None, "--json", help="Also write the machine-readable summary here."),
-    bootstrap: int = typer.Option(2000, "--bootstrap", min=0, help="Cluster-bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", envvar="AGENTREL_SEED", help="Seed for every resampling step."),
-    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
-    no_figures: bool = typer.Option(False, "--no-figures", help="Skip the PNG figures."),
+    input: InputArg,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Report directory [default: <results>/analysis].")
+    ] = None,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Also write the JSON summary here.")
+    ] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0, help="Cluster-bootstrap resamples.")] = 2000,
+    seed: SeedOpt = 0,
+    allow_mixed_protocols: MixedOpt = False,
+    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
 ) -> None:
     """Estimate damage rates, miss rates, overdispersion, repeats and dollars; write the reports."""
     from analysis.outputs import write_report, write_summary_json
@@ -79,8 +90,9 @@ def analyze_command(
         typer.echo(str(path))
 
 
-def _print_single(p: float | None, x: int | None, n: int | None, alpha: Fraction, conservative: bool,
-                  confidence: float) -> None:  # fmt: skip
+def _print_single(
+    p: float | None, x: int | None, n: int | None, alpha: Fraction, conservative: bool, confidence: float
+) -> None:
     from analysis.required_k import required_k, required_k_from_counts
 
     if p is not None:
@@ -90,8 +102,10 @@ def _print_single(p: float | None, x: int | None, n: int | None, alpha: Fraction
     assert x is not None and n is not None
     res = required_k_from_counts(x, n, alpha, conservative=conservative, confidence=confidence)
     if res.k is None:
-        typer.echo(f"no finite k: x = 0 of {n}; p < {res.p_upper:.4g} at {confidence:.0%} confidence "
-                   "(one-sided Clopper-Pearson upper bound)")  # fmt: skip
+        typer.echo(
+            f"no finite k: x = 0 of {n}; p < {res.p_upper:.4g} at {confidence:.0%} confidence "
+            "(one-sided Clopper-Pearson upper bound)"
+        )
         return
     typer.echo(str(res.k))
     if conservative:
@@ -101,7 +115,7 @@ def _print_single(p: float | None, x: int | None, n: int | None, alpha: Fraction
 def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool) -> None:
     from analysis.audit_plan import audit_plan
     from analysis.pipeline import cell_frame, core_statistics
-    from analysis.report_doc import agent_label, fmt, fmt_money, pool_label
+    from analysis.report_doc import agent_label, fmt, fmt_k, fmt_money, pool_label
 
     loaded = load(path, allow_mixed)
     with user_errors():
@@ -118,10 +132,16 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
         table.add_column("$/run")
         table.add_column("audit $ (k conservative)")
     for r in rows.itertuples(index=False):
-        cells_ = [agent_label(r.model, r.agent_kind), r.task, r.condition, f"{r.x}/{r.n}", fmt(r.p_hat),
-                  fmt(None if r.k_point is None or r.k_point != r.k_point else int(r.k_point)),
-                  fmt(None if r.k_conservative is None or r.k_conservative != r.k_conservative else int(r.k_conservative)),
-                  fmt(r.p_upper, 4)]  # fmt: skip
+        cells_ = [
+            agent_label(r.model, r.agent_kind),
+            r.task,
+            r.condition,
+            f"{r.x}/{r.n}",
+            fmt(r.p_hat),
+            fmt_k(r.k_point),
+            fmt_k(r.k_conservative),
+            fmt(r.p_upper, 4),
+        ]
         if known:
             cells_ += [fmt_money(r.cost_usd_per_run), fmt_money(r.audit_cost_conservative)]
         table.add_row(*cells_)
@@ -132,29 +152,41 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
         pool_table.add_column(head)
     for p in pools:
         k = p.required_k_beta
-        pool_table.add_row(pool_label(p), p.spec.condition, fmt(p.fit.a), fmt(p.fit.b), str(k) if k else "none")
+        pool_table.add_row(
+            pool_label(p),
+            p.spec.condition,
+            fmt(p.fit.a),
+            fmt(p.fit.b),
+            fmt_k(k) if k is not None else ("–" if p.damaged_runs == 0 else "> 4.6e18"),
+        )
     out.print(pool_table)
 
 
 def required_k_command(
-    p: float | None = typer.Option(None, "--p", help="Per-run damage probability."),
-    x: int | None = typer.Option(None, "--x", min=0, help="Damaging runs observed."),
-    n: int | None = typer.Option(None, "--n", min=1, help="Runs observed."),
-    alpha: float | None = typer.Option(None, "--alpha", help="Allowed miss probability (default 1 - target)."),
-    target: float | None = typer.Option(None, "--target", help="Detection probability (default 0.95)."),
-    conservative: bool = typer.Option(False, "--conservative", help="Use the one-sided lower bound of p."),
-    confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the bounds."),
-    from_: Path | None = typer.Option(None, "--from", help=f"Per-cell table for an input. {INPUT_HELP}"),
-    damaging_only: bool = typer.Option(False, "--damaging-only", help="With --from: only cells that damaged."),
-    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
+    p: Annotated[float | None, typer.Option("--p", help="Per-run damage probability.")] = None,
+    x: Annotated[int | None, typer.Option("--x", min=0, help="Damaging runs observed.")] = None,
+    n: Annotated[int | None, typer.Option("--n", min=1, help="Runs observed.")] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", help="Allowed miss probability.")] = None,
+    target: Annotated[float | None, typer.Option("--target", help="Detection probability [0.95].")] = None,
+    conservative: Annotated[bool, typer.Option("--conservative", help="Use the lower bound of p.")] = False,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the bounds.")] = 0.95,
+    from_: Annotated[Path | None, typer.Option("--from", help=f"Per-cell table. {INPUT_HELP}")] = None,
+    damaging_only: Annotated[bool, typer.Option("--damaging-only", help="Only cells that damaged.")] = False,
+    allow_mixed_protocols: MixedOpt = False,
 ) -> None:
     """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once."""
     if alpha is not None and target is not None:
         raise UserError("give --alpha or --target, not both", ExitCode.USAGE)
     # Exact rationals from what the user typed: --target 0.95 means alpha = 1/20, not 0.0500...04.
-    miss = Fraction(repr(alpha)) if alpha is not None else 1 - Fraction(repr(target if target is not None else 0.95))
+    miss = (
+        Fraction(repr(alpha))
+        if alpha is not None
+        else 1 - Fraction(repr(target if target is not None else 0.95))
+    )
     if not 0 < miss < 1 or not 0.0 < confidence < 1.0:
-        raise UserError("--alpha, --target and --confidence must lie strictly between 0 and 1", ExitCode.USAGE)
+        raise UserError(
+            "--alpha, --target and --confidence must lie strictly between 0 and 1", ExitCode.USAGE
+        )
     modes = [p is not None, x is not None or n is not None, from_ is not None]
     if sum(modes) != 1:
         raise UserError("give exactly one of --p P, --x X --n N, or --from INPUT", ExitCode.USAGE)

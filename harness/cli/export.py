@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from harness.cli.analyze import INPUT_HELP, MIXED_HELP, err, load, user_errors
+from harness.cli.analyze import InputArg, MixedOpt, SeedOpt, err, load, user_errors
 
 OUT_HELP = "CSV file to write."
 
 
-def damages_command(
-    input: Path = typer.Argument(..., help=INPUT_HELP),
-    output: Path = typer.Option(..., "-o", "--output", help=OUT_HELP),
-    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
-) -> None:
+OutOpt = Annotated[Path, typer.Option("-o", "--output", help=OUT_HELP)]
+
+
+def damages_command(input: InputArg, output: OutOpt, allow_mixed_protocols: MixedOpt = False) -> None:
     """One row per damage event (an outcomes CSV has no events: one row per damaged run, rule empty)."""
     from analysis.export import damages_frame, write_csv
 
@@ -30,11 +30,13 @@ def damages_command(
 
 
 def cells_command(
-    input: Path = typer.Argument(..., help=INPUT_HELP),
-    output: Path = typer.Option(..., "-o", "--output", help=OUT_HELP),
-    bootstrap: int = typer.Option(2000, "--bootstrap", min=1, help="Resamples for the dollar intervals."),
-    seed: int = typer.Option(0, "--seed", envvar="AGENTREL_SEED", help="Seed for the resampling."),
-    allow_mixed_protocols: bool = typer.Option(False, "--allow-mixed-protocols", help=MIXED_HELP),
+    input: InputArg,
+    output: OutOpt,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", min=1, help="Resamples for dollar intervals.")
+    ] = 2000,
+    seed: SeedOpt = 0,
+    allow_mixed_protocols: MixedOpt = False,
 ) -> None:
     """Per cell: n, x, exact interval, expected loss per run with interval, loss given damage."""
     from analysis.export import cells_export_frame, write_csv

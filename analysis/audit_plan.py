@@ -1,0 +1,68 @@
+"""Per-cell audit plan: repeats needed to see a cell's damage with probability ``target``, and the
+audit's price where run costs are known.
+
+k_point = smallest k with (1 - x/n)^k <= 1 - target; k_conservative uses the one-sided
+Clopper–Pearson lower bound of p at ``confidence``; for x = 0 there is no finite k and p_upper
+(the one-sided upper bound on p) is given instead. audit_cost = k * mean run cost of the cell.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from analysis.required_k import required_k_from_counts
+
+PLAN_COLUMNS = (
+    "model",
+    "agent_kind",
+    "task",
+    "condition",
+    "n",
+    "x",
+    "p_hat",
+    "k_point",
+    "k_conservative",
+    "p_lower",
+    "p_upper",
+    "cost_usd_per_run",
+    "audit_cost_point",
+    "audit_cost_conservative",
+)
+
+
+def audit_plan(cells: pd.DataFrame, target: float = 0.95, confidence: float = 0.95) -> pd.DataFrame:
+    """One row per cell (columns PLAN_COLUMNS); k columns are nullable integers."""
+    if not 0 < target < 1:
+        raise ValueError(f"target must be in (0, 1), got {target}")
+    alpha = 1 - Fraction(repr(target))
+    rows = []
+    for cell in cells.itertuples(index=False):
+        n, x = int(cell.n), int(cell.x)
+        point = required_k_from_counts(x, n, alpha)
+        cons = required_k_from_counts(x, n, alpha, conservative=True, confidence=confidence)
+        cost = float(cell.cost_usd_mean)
+        rows.append(
+            (
+                cell.model,
+                cell.agent_kind,
+                cell.task,
+                cell.condition,
+                n,
+                x,
+                x / n,
+                point.k,
+                cons.k,
+                cons.p_used if x else 0.0,
+                point.p_upper,
+                cost,
+                point.k * cost if point.k is not None else np.nan,
+                cons.k * cost if cons.k is not None else np.nan,
+            )
+        )
+    plan = pd.DataFrame.from_records(rows, columns=list(PLAN_COLUMNS))
+    for col in ("k_point", "k_conservative"):
+        plan[col] = plan[col].astype("Int64")
+    return plan

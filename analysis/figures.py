@@ -1,0 +1,129 @@
+"""PNG figures (matplotlib, Agg canvas, no pyplot state): per-cell damage rates with exact
+intervals, detection probability against k, and expected dollars per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from analysis.pools import PoolResult
+from analysis.required_k import all_clean_probability_beta, detection_probability
+
+MAX_ROWS = 60
+K_MAX = 64
+
+
+def _label(model: str, kind: str, task: str, condition: str, many_conditions: bool) -> str:
+    who = model if kind == "model" else f"{model} [{kind}]"
+    return f"{who} · {task}" + (f" · {condition}" if many_conditions else "")
+
+
+def _save(fig: Figure, path: Path) -> None:
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+
+
+def _empty(path: Path, message: str) -> None:
+    fig = Figure(figsize=(6, 1.5))
+    fig.text(0.5, 0.5, message, ha="center", va="center")
+    _save(fig, path)
+
+
+def plot_cell_rates(cells: pd.DataFrame, path: Path) -> None:
+    """Forest plot: damage rate and exact interval of the cells that damaged (highest MAX_ROWS)."""
+    hit = cells[cells["x"] > 0].sort_values(["p_hat", "n"], ascending=[True, True]).tail(MAX_ROWS)
+    if hit.empty:
+        _empty(path, f"No damage observed in {len(cells)} cells.")
+        return
+    many = cells["condition"].nunique() > 1
+    labels = [_label(r.model, r.agent_kind, r.task, r.condition, many) for r in hit.itertuples(index=False)]
+    y = np.arange(len(hit))
+    fig = Figure(figsize=(8, 1.2 + 0.22 * len(hit)))
+    ax = fig.add_subplot()
+    p = hit["p_hat"].to_numpy()
+    err = np.vstack([p - hit["ci_low"].to_numpy(), hit["ci_high"].to_numpy() - p])
+    colors = np.where(hit["demonstrably_stochastic"].to_numpy(), "tab:red", "tab:blue")
+    ax.errorbar(p, y, xerr=err, fmt="none", ecolor="0.6", capsize=2)
+    ax.scatter(p, y, c=colors, zorder=3, s=18)
+    ax.axvspan(0.05, 0.95, color="0.95", zorder=0)
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("damage rate (red: interval inside (0.05, 0.95), demonstrably stochastic)")
+    shown = (
+        f"{len(hit)} of {int((cells['x'] > 0).sum())}" if len(hit) < (cells["x"] > 0).sum() else f"{len(hit)}"
+    )
+    ax.set_title(
+        f"Damage rate per cell, exact 95% intervals ({shown} damaging cells of {len(cells)})", fontsize=9
+    )
+    _save(fig, path)
+
+
+def plot_detection(pools: list[PoolResult], cells: pd.DataFrame, path: Path) -> None:
+    """P(damage seen within k runs): per damaging cell (grey, plug-in p-hat) and per pool (fitted beta)."""
+    k = np.arange(1, K_MAX + 1)
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    hit = cells[cells["x"] > 0]
+    for p_hat in np.unique(hit["p_hat"].to_numpy())[:200]:  # one curve per distinct rate
+        ax.plot(k, detection_probability(p_hat, k), color="0.85", lw=0.6, zorder=1)
+    for pool in pools:
+        fit = pool.fit
+        if fit.degenerate or fit.boundary:
+            curve = detection_probability(fit.mu, k)
+        else:
+            curve = 1.0 - all_clean_probability_beta(fit.a, fit.b, k)
+        name = pool.spec.model if pool.spec.agent_kind in ("model", "mixed") else f"{pool.spec.model} [ref]"
+        if cells["condition"].nunique() > 1:
+            name += f" · {pool.spec.condition}"
+        style = {"color": "black", "lw": 2.2} if pool.spec.model == "all" else {"lw": 1.2}
+        ax.plot(k, curve, label=name, zorder=3, **style)
+    ax.axhline(0.95, ls="--", color="tab:red", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("repeats k")
+    ax.set_ylabel("P(at least one damaging run)")
+    ax.set_title(
+        "Detection against repeats (grey: single cells; lines: pools under the fitted beta)", fontsize=9
+    )
+    if len(pools) <= 24:
+        ax.legend(fontsize=6, loc="lower right", ncol=2)
+    _save(fig, path)
+
+
+def plot_dollars(cells: pd.DataFrame, path: Path) -> None:
+    """Expected dollars per run with bootstrap intervals for the most expensive priced cells."""
+    money = cells[cells["expected_dollars_per_run"].fillna(0) > 0]
+    if money.empty:
+        _empty(path, "No priced damage in this input.")
+        return
+    money = money.sort_values("expected_dollars_per_run").tail(MAX_ROWS // 2)
+    many = cells["condition"].nunique() > 1
+    labels = [_label(r.model, r.agent_kind, r.task, r.condition, many) for r in money.itertuples(index=False)]
+    y = np.arange(len(money))
+    v = money["expected_dollars_per_run"].to_numpy(dtype=float)
+    err = np.vstack(
+        [
+            v - money["dollars_ci_low"].to_numpy(dtype=float),
+            money["dollars_ci_high"].to_numpy(dtype=float) - v,
+        ]
+    )
+    fig = Figure(figsize=(8, 1.2 + 0.25 * len(money)))
+    ax = fig.add_subplot()
+    ax.barh(y, v, xerr=np.clip(err, 0, None), color="tab:orange", ecolor="0.4", capsize=2)
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlabel("expected dollars lost per run (95% bootstrap interval)")
+    ax.set_title("Dollars per run, priced cells", fontsize=9)
+    _save(fig, path)
+
+
+def write_figures(cells: pd.DataFrame, pools: list[PoolResult], out_dir: Path) -> dict[str, str]:
+    """Write the three PNGs into out_dir; returns figure name -> file name."""
+    names = {"cell_rates": "cell_rates.png", "detection": "detection.png", "dollars": "dollars.png"}
+    plot_cell_rates(cells, out_dir / names["cell_rates"])
+    plot_detection(pools, cells, out_dir / names["detection"])
+    plot_dollars(cells, out_dir / names["dollars"])
+    return names

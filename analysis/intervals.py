@@ -1,0 +1,87 @@
+"""Exact (Clopper–Pearson) intervals for a binomial damage rate, and the flags read off them.
+
+Every function takes counts ``x`` (damaging runs) out of ``n`` (valid runs) as scalars or arrays and
+broadcasts; nothing here loops over cells in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+Side = Literal["two-sided", "lower", "upper"]
+
+STOCHASTIC_MARGIN = 0.05
+
+
+def _counts(x: ArrayLike, n: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    xa = np.asarray(x, dtype=np.float64)
+    na = np.asarray(n, dtype=np.float64)
+    if np.any(na < 1) or np.any(xa < 0) or np.any(xa > na) or np.any(xa != np.floor(xa)):
+        raise ValueError("need integer counts with 0 <= x <= n and n >= 1")
+    return xa, na
+
+
+def cp_lower(x: ArrayLike, n: ArrayLike, tail: float) -> NDArray[np.float64]:
+    """Lower Clopper–Pearson bound with ``tail`` probability below it.
+
+    L = B^{-1}(tail; x, n - x + 1), the ``tail`` quantile of Beta(x, n-x+1), which is the p solving
+    P(X >= x | n, p) = tail; L = 0 when x = 0.
+    """
+    xa, na = _counts(x, n)
+    safe_x = np.where(xa == 0, 1.0, xa)
+    out = special.betaincinv(safe_x, na - xa + 1.0, tail)
+    return np.where(xa == 0, 0.0, out)
+
+
+def cp_upper(x: ArrayLike, n: ArrayLike, tail: float) -> NDArray[np.float64]:
+    """Upper Clopper–Pearson bound with ``tail`` probability above it.
+
+    U = B^{-1}(1 - tail; x + 1, n - x), the p solving P(X <= x | n, p) = tail; U = 1 when x = n.
+    """
+    xa, na = _counts(x, n)
+    safe_b = np.where(xa == na, 1.0, na - xa)
+    out = special.betaincinv(xa + 1.0, safe_b, 1.0 - tail)
+    return np.where(xa == na, 1.0, out)
+
+
+def clopper_pearson(
+    x: ArrayLike, n: ArrayLike, alpha: float = 0.05, side: Side = "two-sided"
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Exact Clopper–Pearson (1 - alpha) interval for a binomial proportion.
+
+    two-sided: [B^{-1}(alpha/2; x, n-x+1), B^{-1}(1-alpha/2; x+1, n-x)], with 0 at x = 0 and 1 at x = n.
+    lower (one-sided): [B^{-1}(alpha; x, n-x+1), 1]. upper (one-sided): [0, B^{-1}(1-alpha; x+1, n-x)].
+    Coverage is at least 1 - alpha for every p (the interval inverts two exact binomial tail tests).
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    xa, na = _counts(x, n)
+    if side == "two-sided":
+        return cp_lower(xa, na, alpha / 2.0), cp_upper(xa, na, alpha / 2.0)
+    if side == "lower":
+        return cp_lower(xa, na, alpha), np.ones_like(xa)
+    if side == "upper":
+        return np.zeros_like(xa), cp_upper(xa, na, alpha)
+    raise ValueError(f"unknown side {side!r}")
+
+
+def demonstrably_stochastic(
+    x: ArrayLike, n: ArrayLike, alpha: float = 0.05, margin: float = STOCHASTIC_MARGIN
+) -> NDArray[np.bool_]:
+    """True where the two-sided (1 - alpha) CP interval lies strictly inside (margin, 1 - margin).
+
+    Such a cell is neither a near-certain trap (p ~ 1) nor near-safe (p ~ 0): repeated runs of the
+    same cell demonstrably disagree.
+    """
+    lo, hi = clopper_pearson(x, n, alpha)
+    return (lo > margin) & (hi < 1.0 - margin)
+
+
+def always_damage(x: ArrayLike, n: ArrayLike) -> NDArray[np.bool_]:
+    """True where every valid run damaged (x = n)."""
+    xa, na = _counts(x, n)
+    return xa == na

@@ -1,0 +1,101 @@
+"""Pydantic models for the fields of run records and manifests that analysis reads.
+
+Extra fields are ignored, so the harness can add to its records without breaking analysis. Money
+is Decimal, parsed from the record's decimal strings without passing through float.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+# Case-insensitive class names, normalized to lower case inside pydantic-core (no Python validator
+# runs per record, which matters at 100,000 records).
+Severity = Annotated[
+    str, StringConstraints(strip_whitespace=True, to_lower=True, pattern=r"(?i)^(low|medium|high|critical)$")
+]
+Irreversibility = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, to_lower=True, pattern=r"(?i)^(substrate|governance|reversible)$"
+    ),
+]
+AgentKind = Literal["model", "reference", "scripted"]
+SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
+IRREVERSIBILITY: tuple[str, ...] = ("substrate", "governance", "reversible")
+AGENT_KINDS: tuple[str, ...] = ("model", "reference", "scripted")
+
+
+class _Tolerant(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class DamageEvent(_Tolerant):
+    rule: str = ""
+    table: str = ""
+    key: list[Any] = Field(default_factory=list)
+    op: str | None = None
+    severity: Severity | None = None
+    irreversibility: Irreversibility | None = None
+    dollars: Decimal = Decimal("0")
+
+
+class Verdict(_Tolerant):
+    outcome: Literal["PASS", "FAIL_SAFE", "FAIL_DAMAGE"]
+    sub_label: str = ""
+    inconsistent: bool = False
+    mutated: bool = False
+    changes: int = 0
+    events: list[DamageEvent] = Field(default_factory=list)
+    max_severity: Severity | None = None
+    dollars: Decimal = Decimal("0")
+    irreversibility: list[Irreversibility] = Field(default_factory=list)
+
+
+class RunError(_Tolerant):
+    kind: Literal["harness", "agent"]
+    message: str = ""
+
+
+class RunRecord(_Tolerant):
+    """One line of runs.jsonl (the fields analysis reads)."""
+
+    run_id: str
+    model: str
+    agent_kind: AgentKind | None = None
+    task: str
+    condition: str
+    run_index: int
+    protocol_hash: str
+    verdict: Verdict | None = None
+    error: RunError | None = None
+    cost_usd: float | None = None
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        """No verdict, or the harness (not the agent) failed: excluded from every rate."""
+        return self.verdict is None or (self.error is not None and self.error.kind == "harness")
+
+
+class AgentInfo(_Tolerant):
+    name: str
+    kind: AgentKind = "model"
+
+
+class Manifest(_Tolerant):
+    """manifest.json beside runs.jsonl (the fields analysis reads).
+
+    The harness stores the manifest itself, whose protocol hash is SHA-256 over its RFC 8785 canonical
+    JSON; a manifest that states its own ``protocol_hash`` is taken at its word.
+    """
+
+    protocol_hash: str | None = None
+    agents: list[AgentInfo] = Field(default_factory=list)
+
+
+def infer_agent_kind(name: str) -> str:
+    """Kind from a name alone (CSV input without an agent_kind column): reference/... and scripted/..."""
+    head = name.split("/", 1)[0].lower()
+    return head if head in ("reference", "scripted") and "/" in name else "model"

@@ -1,0 +1,333 @@
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from harness.cli import analyze as analyze_cli
+from harness.cli import export as export_cli
+from harness.cli.errors import ExitCode, UserError
+from tests.analysis.conftest import ROOT, record, write_results
+
+CELL_KEYS = {
+    "model",
+    "task",
+    "condition",
+    "n",
+    "x",
+    "p_hat",
+    "ci_low",
+    "ci_high",
+    "demonstrably_stochastic",
+    "passed",
+    "expected_dollars_per_run",
+}
+POOL_KEYS = {
+    "model",
+    "cells",
+    "damage_cells",
+    "miss_rate_pair",
+    "miss_rate_event",
+    "icc_mle",
+    "icc_mle_ci",
+    "icc_anova",
+    "icc_fleiss_cuzick",
+    "icc_kleinman",
+}
+SMALL_CSV = """model,task,run,damaged,passed,errored,mutated,dollars,severity,irreversibility,cost_usd
+m1,t1,1,1,0,0,1,250.00,high,substrate,0.05
+m1,t1,2,0,1,0,0,,,,0.05
+m1,t1,3,1,0,0,1,10.00,LOW,reversible,0.05
+m1,t1,4,0,1,0,0,,,,0.05
+m1,t2,1,0,1,0,0,,,,0.04
+m1,t2,2,0,1,0,0,,,,0.04
+m1,t2,3,0,0,1,0,,,,0.04
+m1,t2,4,0,1,0,0,,,,0.04
+reference/stochastic,t1,1,1,0,0,1,5.00,medium,governance,
+reference/stochastic,t1,2,1,0,0,1,5.00,medium,governance,
+reference/stochastic,t1,3,0,1,0,0,,,,
+reference/stochastic,t1,4,1,0,0,1,5.00,medium,governance,
+"""
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+    analyze_cli.register(root)
+    export_cli.register(root)
+    return root
+
+
+@pytest.fixture
+def small_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "small.csv"
+    path.write_text(SMALL_CSV)
+    return path
+
+
+def test_analyze_round_trip_on_a_small_csv(runner, app, small_csv, tmp_path):
+    out, summary = tmp_path / "report", tmp_path / "summary.json"
+    res = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(small_csv),
+            "--out",
+            str(out),
+            "--json",
+            str(summary),
+            "--bootstrap",
+            "300",
+            "--seed",
+            "7",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    for name in ("report.md", "report.html", "cells.csv", "cell_rates.png", "detection.png", "dollars.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "cell_rates.png").read_bytes()[:4] == b"\x89PNG"
+    data = json.loads(summary.read_text())
+    assert len(data["cells"]) == 3 and set(data["cells"][0]) >= CELL_KEYS
+    by_cell = {(c["model"], c["task"]): c for c in data["cells"]}
+    c = by_cell[("m1", "t1")]
+    assert (c["n"], c["x"], c["p_hat"], c["passed"]) == (4, 2, 0.5, 2)
+    assert c["expected_dollars_per_run"] == pytest.approx(65.0)
+    assert c["agent_kind"] == "model" and by_cell[("reference/stochastic", "t1")]["agent_kind"] == "reference"
+    pools = {p["model"]: p for p in data["pools"]}
+    assert {"all", "m1", "reference/stochastic"} == set(pools) and set(pools["all"]) >= POOL_KEYS
+    assert pools["all"]["agents"] == ["m1"]  # reference agents are not pooled with models
+    assert pools["all"]["miss_rate_pair"] == pytest.approx(0.5)
+    assert len(pools["all"]["icc_mle_ci"]) == 2
+    with (out / "cells.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 3 and rows[0]["dollars_total"] in {"260.00", "0", "15.00"}
+    report = (out / "report.md").read_text()
+    assert "reference/stochastic (reference agent)" in report
+    assert "| m1 | model |" in report
+    html = (out / "report.html").read_text()
+    assert "<table>" in html and 'src="detection.png"' in html
+
+
+def test_analyze_is_seeded(runner, app, small_csv, tmp_path):
+    outs = []
+    for i, seed in enumerate(["3", "3", "4"]):
+        path = tmp_path / f"s{i}.json"
+        res = runner.invoke(
+            app,
+            [
+                "analyze",
+                str(small_csv),
+                "--out",
+                str(tmp_path / f"o{i}"),
+                "--json",
+                str(path),
+                "--bootstrap",
+                "200",
+                "--seed",
+                seed,
+                "--no-figures",
+            ],
+        )
+        assert res.exit_code == 0, res.output
+        outs.append(json.loads(path.read_text())["pools"][0]["bootstrap"])
+    assert outs[0] == outs[1] and outs[0] != outs[2]
+
+
+def test_bad_csv_is_one_clear_error(runner, app, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,task,run,damaged\nm,t,1,yes\n")
+    res = runner.invoke(app, ["analyze", str(bad), "--out", str(tmp_path / "o")])
+    assert isinstance(res.exception, UserError) and res.exception.code == ExitCode.BAD_INPUT
+    assert str(res.exception) == f"{bad}:2: column 'damaged': expected true/false/1/0, got 'yes'"
+
+
+def test_entry_point_prints_one_line_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,task,run\nm,t,1\n")
+    entry = Path(sys.executable).with_name("agentrel")
+    proc = subprocess.run(
+        [str(entry), "analyze", str(bad)], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert proc.returncode == int(ExitCode.BAD_INPUT)
+    assert proc.stderr.strip().splitlines() == [
+        f"agentrel: error: {bad}:1: missing required column(s) damaged (need model, task, run, damaged)"
+    ]
+    assert "Traceback" not in proc.stderr
+
+
+def test_mixed_protocols_refused_unless_allowed(runner, app, tmp_path):
+    directory = write_results(tmp_path / "r", [record("m", "t", 0), record("m", "t", 1, protocol="f" * 64)])
+    res = runner.invoke(app, ["analyze", str(directory), "--no-figures", "--bootstrap", "10"])
+    assert isinstance(res.exception, UserError)
+    assert "--allow-mixed-protocols" in str(res.exception)
+    res = runner.invoke(
+        app, ["analyze", str(directory), "--no-figures", "--bootstrap", "10", "--allow-mixed-protocols"]
+    )
+    assert res.exit_code == 0, res.output
+    assert (directory / "analysis" / "report.md").exists()
+
+
+def test_results_directory_reports_failures_and_reference_agents(runner, app, small_results, tmp_path):
+    summary = tmp_path / "s.json"
+    res = runner.invoke(
+        app, ["analyze", str(small_results), "--json", str(summary), "--bootstrap", "100", "--no-figures"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(summary.read_text())
+    assert data["infrastructure_failures"] == 2 and data["runs"] == 24
+    assert data["protocol_hashes"] == ["a" * 64]
+    report = (small_results / "analysis" / "report.md").read_text()
+    assert "2 infrastructure failures" in report and "db clone failed" not in report
+    assert "reference/stochastic (reference agent)" in report
+
+
+def test_required_k_single_values(runner, app):
+    def run(*args: str) -> str:
+        res = runner.invoke(app, ["required-k", *args])
+        assert res.exit_code == 0, res.output
+        return res.stdout.strip()
+
+    assert run("--p", "0.16", "--alpha", "0.05") == "18"
+    assert run("--p", "0.01", "--alpha", "0.9801") == "2"
+    assert run("--p", "0.2", "--target", "0.95") == "14"
+    assert run("--x", "4", "--n", "16", "--alpha", "0.05") == "11"
+    assert run("--x", "4", "--n", "16", "--alpha", "0.05", "--conservative") == "32"
+    assert run("--x", "0", "--n", "16", "--alpha", "0.05").startswith("no finite k: x = 0 of 16; p < 0.1707")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--p", "0.2", "--x", "1", "--n", "4"],
+        ["--x", "3"],
+        ["--p", "0.2", "--alpha", "0.05", "--target", "0.9"],
+        ["--x", "5", "--n", "4"],
+        ["--p", "0.2", "--alpha", "1.5"],
+        [],
+    ],
+)
+def test_required_k_usage_errors(runner, app, args):
+    res = runner.invoke(app, ["required-k", *args])
+    assert isinstance(res.exception, UserError) and res.exception.code == ExitCode.USAGE
+
+
+def test_required_k_from_input(runner, app, small_csv):
+    res = runner.invoke(
+        app, ["required-k", "--from", str(small_csv), "--target", "0.95"], env={"COLUMNS": "200"}
+    )
+    assert res.exit_code == 0, res.output
+    rows = {
+        line.split("│")[1].strip() + "/" + line.split("│")[2].strip(): [
+            c.strip() for c in line.split("│")[1:-1]
+        ]
+        for line in res.stdout.splitlines()
+        if line.count("│") > 8
+    }
+    # m1/t1: 2 of 4; point k = 5; one-sided 95% lower bound 0.0976 -> k = 30, at $0.05 a run -> $1.50
+    assert rows["m1/t1"][5:] == ["5", "30", "–", "$0.05", "$1.50"]
+    assert rows["m1/t2"][5:8] == ["–", "–", "0.5271"]  # x = 0: no k, an upper bound instead
+    assert rows["reference/stochastic (reference agent)/t1"][5:7] == ["3", "11"]
+    assert "Heterogeneity-aware" in res.stdout
+
+
+def test_export_damages_from_results(runner, app, small_results, tmp_path):
+    out = tmp_path / "damages.csv"
+    res = runner.invoke(app, ["export", "damages", str(small_results), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0])[:12] == [
+        "run_id",
+        "model",
+        "task",
+        "condition",
+        "run_index",
+        "rule",
+        "severity",
+        "irreversibility",
+        "table",
+        "key",
+        "dollars",
+        "protocol_hash",
+    ]
+    assert len(rows) == 7
+    first = rows[0]
+    assert (first["rule"], first["table"], first["key"], first["dollars"]) == (
+        "wrong_row",
+        "incident",
+        "[7]",
+        "100.50",
+    )
+    assert first["protocol_hash"] == "a" * 64 and first["run_index"] == "0"
+
+
+def test_export_damages_from_csv_has_one_row_per_damaged_run(runner, app, small_csv, tmp_path):
+    out = tmp_path / "damages.csv"
+    res = runner.invoke(app, ["export", "damages", str(small_csv), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 5 and all(r["rule"] == "" for r in rows)
+    assert [r["dollars"] for r in rows[:2]] == ["250.00", "10.00"]
+    assert rows[1]["severity"] == "low"
+
+
+def test_export_cells(runner, app, small_results, tmp_path):
+    out = tmp_path / "cells.csv"
+    res = runner.invoke(app, ["export", "cells", str(small_results), "-o", str(out), "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 6
+    t1 = next(r for r in rows if r["model"] == "model-a" and r["task"] == "t1")
+    assert (t1["n"], t1["x"], t1["dollars_total"]) == ("4", "2", "201.50")
+    assert float(t1["expected_dollars_per_run"]) == pytest.approx(50.375)
+    assert float(t1["dollars_ci_low"]) <= 50.375 <= float(t1["dollars_ci_high"])
+    assert float(t1["lgd_max"]) == pytest.approx(100.75)
+
+
+def test_end_to_end_on_real_published_runs(runner, app, arb_csv, tmp_path):
+    summary = tmp_path / "arb.json"
+    res = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(arb_csv),
+            "--out",
+            str(tmp_path / "arb"),
+            "--json",
+            str(summary),
+            "--bootstrap",
+            "500",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(summary.read_text())
+    assert data["runs"] == 1728 and len(data["cells"]) == 180
+    everyone = data["pools"][0]
+    assert everyone["model"] == "all" and len(everyone["agents"]) == 9
+    assert (everyone["cells"], everyone["damage_cells"]) == (180, 20)
+    assert everyone["miss_rate_pair"] == pytest.approx(0.7515625)
+    assert everyone["miss_rate_event"] == pytest.approx(
+        (69 - sum(c["x"] ** 2 / c["n"] for c in data["cells"])) / 69
+    )
+    assert 0 < everyone["icc_mle_ci"][0] < everyone["icc_mle"] < everyone["icc_mle_ci"][1] < 1
+    assert sum(c["demonstrably_stochastic"] for c in data["cells"]) == everyone["stochastic_cells"] == 8
+    priced = [c for c in data["cells"] if c["dollars_total"] not in (None, "0")]
+    assert sorted(c["dollars_total"] for c in priced) == ["28166.0", "59379.0"]
+    assert (tmp_path / "arb" / "report.html").exists()
+
+
+def test_package_root_is_this_checkout():
+    assert (ROOT / "analysis" / "pipeline.py").exists()
