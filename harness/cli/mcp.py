@@ -1,0 +1,93 @@
+"""`agentrel mcp serve`: expose one task's tools over MCP on a fresh run database; print the verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+from harness.cli.errors import ExitCode, UserError
+from harness.cli.options import Backend, Dsn
+from harness.cli.sandbox import sandbox_errors
+
+if TYPE_CHECKING:
+    from dsl.api import Verdict
+
+app = typer.Typer(
+    help="Serve a task's tools over MCP so any MCP-capable agent can be audited.", no_args_is_help=True
+)
+
+
+def _log(message: str) -> None:
+    typer.echo(f"agentrel mcp: {message}", err=True)
+
+
+@app.command()
+def serve(
+    task: Annotated[str, typer.Option("--task", help="Task id whose tools are served.")],
+    transport: Annotated[
+        Literal["stdio", "http"], typer.Option("--transport", help="stdio (default) or streamable HTTP.")
+    ] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP: address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="HTTP: port (0 picks a free one).")
+    ] = 8765,
+    verdict_out: Annotated[
+        Path | None, typer.Option("--verdict-out", help="Also write the verdict JSON to this file.")
+    ] = None,
+    final_message: Annotated[
+        Path | None,
+        typer.Option(
+            "--final-message", help="File holding the agent's last message, read at shutdown if present."
+        ),
+    ] = None,
+    dsn: Dsn = None,
+    backend: Backend = None,
+) -> None:
+    """Create a run database for TASK and serve its tools over MCP until shutdown.
+
+    It ends when the client closes stdin (stdio) or on Ctrl-C / SIGTERM (http); the final state is then
+    dumped, the run database dropped, and the verdict printed to stderr as one JSON line."""
+    from harness.tasks import load_suite
+
+    chosen = [t for t in load_suite(patterns=[task]) if t.id == task]
+    if not chosen:
+        raise UserError(f"--task takes one task id, not a pattern: {task!r}", ExitCode.USAGE)
+    if verdict_out is not None and (verdict_out.is_dir() or not verdict_out.parent.is_dir()):
+        raise UserError(f"--verdict-out {verdict_out}: not a file in an existing directory", ExitCode.USAGE)
+    try:
+        import anyio
+
+        from harness.mcp_server import ServeOptions
+        from harness.mcp_server import serve as serve_mcp
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "anyio"):
+            raise
+        raise UserError(
+            f"the MCP server needs the {exc.name!r} package: pip install 'agentrel[mcp]'",
+            ExitCode.ENVIRONMENT,
+        ) from None
+    from harness.episode import prepare
+    from sandbox.sandbox import Sandbox
+
+    def report(verdict: Verdict) -> None:
+        data = verdict.model_dump(mode="json")
+        _log(f"verdict {verdict.outcome} ({verdict.sub_label})")
+        typer.echo(json.dumps(data, separators=(",", ":")), err=True)
+        if verdict_out is not None:
+            try:
+                verdict_out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"cannot write {verdict_out}: {exc.strerror}") from None
+
+    opts = ServeOptions(transport=transport, host=host, port=port, final_message=final_message)
+    with sandbox_errors():
+        sb = Sandbox.open(dsn, backend)
+        prepared = prepare(sb, chosen[0])
+        anyio.run(serve_mcp, sb, prepared, opts, _log, report)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="mcp")

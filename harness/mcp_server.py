@@ -1,0 +1,292 @@
+"""Serve one task's tools over MCP on a fresh run database, and judge the final state at shutdown.
+
+Any MCP-capable agent can then be audited: it calls the task's tools (results are the ToolResult JSON as
+text, failures with isError), and when the server stops the run database is dumped **before** it is
+dropped, the dump is judged with the task's damage spec, and the verdict is reported once.
+
+Shutdown: on stdio the client closing stdin ends the run; on HTTP, SIGINT or SIGTERM does. Signals that
+arrive while the run is being finished are ignored, so the verdict is never cut short by the stdio
+client's escalation (stdin closed, SIGTERM after 2 s, SIGKILL 2 s later).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import mcp_types as types
+import psycopg
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from dsl.api import RunFacts, Verdict
+from harness.cli.errors import ExitCode, UserError
+from harness.episode import PreparedTask, judge
+from sandbox.dump import dump_database
+from sandbox.sandbox import Sandbox, SandboxError
+from sandbox.tools import ToolBox, ToolResult
+
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+HTTP_GRACE_S = 3.0  # how long open HTTP connections may linger once a stop signal arrives
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+Transport = Literal["stdio", "http"]
+Log = Callable[[str], None]
+Report = Callable[[Verdict], None]
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    transport: Transport = "stdio"
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT  # 0 picks a free port (the URL is logged)
+    final_message: Path | None = None  # read at shutdown if present: the agent's last message
+
+
+class RunSession:
+    """One run database with the task's tools bound to it, from the first call to the final dump.
+
+    Tool calls and the finish are serialised by one lock: a call never sees a half-finished run, and a
+    call arriving after the finish is an error result, never a crash."""
+
+    def __init__(self, sb: Sandbox, prepared: PreparedTask, run_db: str) -> None:
+        self.sb = sb
+        self.prepared = prepared
+        self.run_db = run_db
+        self.calls = 0
+        self._box = ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id)
+        self._lock = threading.Lock()
+        self._ended = False
+        self._dropped = False
+
+    @classmethod
+    def create(cls, sb: Sandbox, prepared: PreparedTask) -> RunSession:
+        return cls(sb, prepared, sb.dbs.create_run(prepared.template))
+
+    def call(self, name: str, args: Any) -> ToolResult:
+        with self._lock:
+            if self._ended:
+                return ToolResult(False, {"error": "the run has ended; no more tool calls are accepted"})
+            self.calls += 1
+            try:
+                return self._box.call(name, args)
+            except Exception as exc:  # e.g. the connection dropped: the agent sees it, the server lives on
+                return ToolResult(False, {"error": f"tool call failed: {type(exc).__name__}: {exc}"[:500]})
+
+    def finish(self, final_message: str | None) -> Verdict:
+        """Dump the final state, drop the run database (always), judge the dump."""
+        with self._lock:
+            self._ended = True
+            try:
+                self._box.close()
+                after = dump_database(self.sb.server.conninfo(self.run_db))
+            except psycopg.Error as exc:
+                raise SandboxError(
+                    f"cannot read the final state of {self.run_db}: {_first_line(exc)}"
+                ) from None
+            finally:
+                self.discard()
+        return judge(self.prepared, after, RunFacts(final_message=final_message))
+
+    def discard(self) -> None:
+        if not self._dropped:
+            self._dropped = True
+            self._box.close()
+            self.sb.dbs.drop(self.run_db)
+
+
+def build_server(session: RunSession) -> Server[Any]:
+    task = session.prepared.task
+    tools = [types.Tool.model_validate(t.mcp_schema()) for t in session.prepared.tools.values()]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        result = await anyio.to_thread.run_sync(session.call, params.name, params.arguments or {})
+        return types.CallToolResult(content=[types.TextContent(text=result.text())], is_error=not result.ok)
+
+    return Server(
+        f"agentrel-{task.id}",
+        title=task.title,
+        instructions=task.system_prompt,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve(sb: Sandbox, prepared: PreparedTask, opts: ServeOptions, log: Log, report: Report) -> None:
+    """Create the run database, serve until shutdown, then report the verdict once (or raise)."""
+    sock = listen(opts.host, opts.port) if opts.transport == "http" else None
+    try:
+        session = await anyio.to_thread.run_sync(RunSession.create, sb, prepared)
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
+    try:
+        log(f"run database {session.run_db} (task {prepared.task.id}, {len(prepared.tools)} tools)")
+        finisher = _Finisher(session, opts.final_message, log, report)
+        server = build_server(session)
+        if sock is None:
+            await _serve_stdio(server, finisher, log)
+        else:
+            await _serve_http(server, sock, opts.host, finisher, log)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(session.discard)
+
+
+class _Finisher:
+    """Finishes the run exactly once: final message, dump, drop, judge, report."""
+
+    def __init__(self, session: RunSession, final_message: Path | None, log: Log, report: Report) -> None:
+        self.session = session
+        self.final_message = final_message
+        self.log = log
+        self.report = report
+        self.started = False
+        self._done = anyio.Event()
+
+    async def __call__(self) -> None:
+        """Finish the run; a second caller waits for the first to be done."""
+        if self.started:
+            await self._done.wait()
+            return
+        self.started = True
+        try:
+            with anyio.CancelScope(shield=True):
+                final = read_final_message(self.final_message, self.log)
+                self.log(f"finishing after {self.session.calls} tool call(s): dumping {self.session.run_db}")
+                verdict = await anyio.to_thread.run_sync(self.session.finish, final)
+                self.report(verdict)
+        finally:
+            self._done.set()
+
+
+async def _serve_stdio(server: Server[Any], finish: _Finisher, log: Log) -> None:
+    from mcp.server.stdio import stdio_server
+
+    error: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        await tg.start(_finish_on_signal, finish, log)
+        try:
+            try:
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            finally:
+                await finish()  # the signal watcher stays up meanwhile, so a SIGTERM is ignored
+        except Exception as exc:  # re-raised outside the task group, so the CLI sees it unwrapped
+            error = exc
+        tg.cancel_scope.cancel()
+    if error is not None:
+        raise error
+
+
+async def _finish_on_signal(
+    finish: _Finisher, log: Log, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    with anyio.open_signal_receiver(*SIGNALS) as signals:
+        task_status.started()
+        async for signum in signals:
+            if finish.started:
+                continue  # already finishing: let it complete
+            log(f"{signal.Signals(signum).name}: finishing the run")
+            code = 0
+            try:
+                await finish()
+            except UserError as exc:
+                log(f"error: {exc}")
+                code = int(exc.code)
+            except Exception as exc:
+                log(f"error: {type(exc).__name__}: {exc}")
+                code = int(ExitCode.FAILED)
+            # The SDK reads stdin in a worker thread that no cancellation can interrupt while the client
+            # keeps the pipe open; the run is finished and reported, so leave without waiting for it.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+
+async def _serve_http(
+    server: Server[Any], sock: socket.socket, host: str, finish: _Finisher, log: Log
+) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_graceful_shutdown=HTTP_GRACE_S
+    )
+    web = uvicorn.Server(config)
+    log(f"listening on {url_of(sock)}")
+    # uvicorn catches SIGINT/SIGTERM while serving, then restores the previous handlers and re-raises
+    # the signal: with no-op handlers in place that re-raise is harmless, and so is a signal arriving
+    # while the run is being finished.
+    with _signals_ignored():
+        try:
+            await web.serve(sockets=[sock])
+        finally:
+            sock.close()
+            await finish()
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, lambda *_: None) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind the HTTP socket before anything else, so a busy port is one clear line and port 0 works."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family)
+    except socket.gaierror as exc:
+        reason = exc.strerror
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    raise UserError(
+        f"cannot listen on {host}:{port}: {reason}; choose another --host/--port", ExitCode.ENVIRONMENT
+    )
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
+
+
+def read_final_message(path: Path | None, log: Log) -> str | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        log(f"warning: cannot read the final message {path}: {exc.strerror}; judging without it")
+        return None
+    return text if text.strip() else None
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
