@@ -8,7 +8,9 @@ diff cheap.
 
 On disk a dump is gzipped JSONL: one header line with the table metadata, then one line per row,
 ``[table, [key...], [values...]]``, tables and keys in sorted order. The digest is SHA-256 over the
-canonical content (not the gzip bytes), so it is stable across compression settings and machines.
+header and each table's content hash (not the gzip bytes), so it is stable across compression settings
+and machines. A post-run state can also be stored as a delta against its pre-run state (the rows that
+differ, ``[table, [key...], null]`` for deletions); loading it rebuilds and re-checks the full state.
 
 This module is pure apart from ``load``/``save``; it does not know Postgres.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "agentrel-dump/1"
+DELTA_FORMAT = "agentrel-delta/1"
 
 Value = str | int | bool | None
 Key = tuple[Value, ...]
@@ -74,8 +77,24 @@ class TableInfo:
 class TableState:
     info: TableInfo
     rows: dict[Key, Row] = field(default_factory=dict)
+    _hash: str | None = field(default=None, compare=False, repr=False)
+
+    def sorted_keys(self) -> list[Key]:
+        try:
+            return sorted(self.rows)
+        except TypeError:  # mixed types in a key column (None beside int): order by type tag first
+            return sorted(self.rows, key=_sort_key)
+
+    def content_hash(self) -> str:
+        """SHA-256 of the table's rows in key order, one JSON encoding for the whole table (C speed)."""
+        if self._hash is None:
+            rows = self.rows
+            chunk = _canonical([self.info.name, [rows[k] for k in self.sorted_keys()]])
+            self._hash = hashlib.sha256(chunk.encode()).hexdigest()
+        return self._hash
 
     def add(self, row: Row) -> None:
+        self._hash = None
         if len(row) != len(self.info.columns):
             raise ValueError(
                 f"table {self.info.name}: row has {len(row)} values, expected {len(self.info.columns)}"
@@ -103,13 +122,6 @@ class State:
     def row_count(self) -> int:
         return sum(len(t.rows) for t in self.tables.values())
 
-    def sorted_keys(self, name: str) -> list[Key]:
-        rows = self.tables[name].rows
-        try:
-            return sorted(rows)
-        except TypeError:  # mixed types in a key column (None beside int): order by type tag first
-            return sorted(rows, key=_sort_key)
-
     def header_line(self) -> str:
         return _canonical(
             {"format": FORMAT, "tables": {n: self.tables[n].info.header() for n in sorted(self.tables)}}
@@ -120,31 +132,95 @@ class State:
         yield self.header_line()
         for name in sorted(self.tables):
             rows = self.tables[name].rows
-            for key in self.sorted_keys(name):
+            for key in self.tables[name].sorted_keys():
                 yield _canonical([name, list(key), list(rows[key])])
 
-    def digest(self) -> str:
-        """SHA-256 over the canonical content: the header, then each table's rows in key order.
+    def digest(self, base: State | None = None) -> str:
+        """SHA-256 over the canonical content: the header line, then each table's name and content hash.
 
-        One JSON encoding per table (not per row) keeps this a C-speed pass over a 20,000-row dump.
+        With `base` (the pre-run state), a table whose rows equal the base's reuses its cached hash, so
+        digesting a post-run state costs only its changed tables.
         """
         h = hashlib.sha256(self.header_line().encode())
         for name in sorted(self.tables):
-            rows = self.tables[name].rows
-            h.update(b"\n")
-            h.update(_canonical([name, [rows[k] for k in self.sorted_keys(name)]]).encode())
+            table = self.tables[name]
+            if base is not None and table._hash is None:
+                same = base.tables.get(name)
+                if same is not None and same.info == table.info and same.rows == table.rows:
+                    table._hash = same.content_hash()
+            h.update(f"\n{name}:{table.content_hash()}".encode())
         return h.hexdigest()
 
+    def delta(self, base: State) -> dict[str, tuple[dict[Key, Row], list[Key]]]:
+        """Per changed table: rows inserted or changed relative to `base`, and keys deleted."""
+        out: dict[str, tuple[dict[Key, Row], list[Key]]] = {}
+        for name, table in self.tables.items():
+            old = base.tables[name].rows
+            new = table.rows
+            if old == new:
+                continue
+            upserts = {k: r for k, r in new.items() if old.get(k) != r}
+            deletes = [k for k in old if k not in new]
+            out[name] = (upserts, deletes)
+        return out
+
+    def save_delta(self, path: Path, base: State) -> str:
+        """Write this state as a delta against `base` (gzipped JSONL); return this state's digest.
+
+        The header names both digests; `load_delta` rebuilds the full state and checks it."""
+        digest = self.digest(base)
+        header = {"format": DELTA_FORMAT, "base": base.digest(), "digest": digest}
+        lines = [_canonical(header)]
+        for name, (upserts, deletes) in sorted(self.delta(base).items()):
+            lines += [_canonical([name, list(k), list(upserts[k])]) for k in sorted(upserts, key=_sort_key)]
+            lines += [_canonical([name, list(k), None]) for k in sorted(deletes, key=_sort_key)]
+        _write_gz(path, lines)
+        return digest
+
     def save(self, path: Path) -> str:
-        """Write gzipped JSONL; return the digest. ``mtime=0`` keeps the gzip bytes reproducible too."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # A unique temporary name: concurrent writers of the same content-addressed file must not collide.
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=3) as gz:
-            for line in self.lines():
-                gz.write(line.encode() + b"\n")
-        tmp.replace(path)
+        """Write gzipped JSONL; return the digest."""
+        _write_gz(path, self.lines())
         return self.digest()
+
+
+def _write_gz(path: Path, lines: Iterable[str]) -> None:
+    """Write lines atomically; ``mtime=0`` keeps the gzip bytes reproducible."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A unique temporary name: concurrent writers of the same content-addressed file must not collide.
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=3) as gz:
+        gz.write("".join(line + "\n" for line in lines).encode())
+    tmp.replace(path)
+
+
+def load_delta(path: Path, base: State) -> State:
+    """Rebuild the full state a delta file describes; errors name the file and line."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            header = json.loads(fh.readline())
+            if not isinstance(header, dict) or header.get("format") != DELTA_FORMAT:
+                raise DumpFormatError(f"{path}:1: not an {DELTA_FORMAT} header")
+            if header["base"] != base.digest():
+                raise DumpFormatError(f"{path}:1: delta is against {header['base'][:12]}, not this base")
+            state = State({n: TableState(t.info, dict(t.rows)) for n, t in base.tables.items()})
+            for lineno, line in enumerate(fh, start=2):
+                try:
+                    name, key, row = json.loads(line)
+                    if row is None:
+                        state.tables[name].rows.pop(tuple(key), None)
+                    else:
+                        state.tables[name].add(tuple(row))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise DumpFormatError(f"{path}:{lineno}: bad delta line ({exc})") from None
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, DumpFormatError):
+            raise
+        raise DumpFormatError(f"{path}: unreadable delta ({exc})") from None
+    for t in state.tables.values():
+        t._hash = None
+    if state.digest() != header["digest"]:
+        raise DumpFormatError(f"{path}: rebuilt state does not match digest {header['digest'][:12]}")
+    return state
 
 
 def load(path: Path) -> State:

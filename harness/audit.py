@@ -100,7 +100,7 @@ def audit(
     protocol = write_or_check(rd.manifest, manifest)
     rd.open()
     for p in prepared.values():
-        rd.store_dump(p.before)
+        rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
     plans = expand(list(agents), [t.id for t in tasks], conditions, k)
     finished = rd.finished()
     pending = [p for p in plans if p.run_id not in finished]

@@ -1,7 +1,9 @@
 """Run records: one JSON line per finished run in `runs.jsonl`, appended, flushed and fsynced.
 
-Post-run dumps are kept in `dumps/<digest>.jsonl.gz` (content-addressed: runs that leave the same state
-share one file; the pre-run template dump is stored the same way), transcripts in `transcripts/<run id>.json`.
+Dumps are kept content-addressed in `dumps/`: each task's pre-run template dump in full
+(`<digest>.jsonl.gz`), each post-run dump as a delta against it (`<digest>.delta.jsonl.gz`, rebuilt and
+checked by `ResultsDir.load_dump`); runs that leave the same state share one file. Transcripts are in
+`transcripts/<run id>.json`.
 A line is written only when its run is finished and labelled, in one `write` of a complete line, so a
 crash can at worst leave a torn last line; `ResultsDir.open` truncates such a tail (that run simply runs
 again) and never touches complete lines. Records whose error is a harness error are superseded by a later
@@ -10,15 +12,17 @@ record of the same run id (resume retries them).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsl.api import Verdict
-from dsl.state import State
+from dsl.state import State, load, load_delta
 
 
 class RunError(BaseModel):
@@ -123,13 +127,31 @@ class ResultsDir:
         finally:
             os.close(fd)
 
-    def store_dump(self, state: State) -> str:
-        """Keep a full-state dump, content-addressed: identical post-run states are stored once."""
-        digest = state.digest()
-        path = self.dumps / f"{digest}.jsonl.gz"
-        if not path.exists():
-            state.save(path)
+    def store_dump(self, state: State, base: State | None = None, copy_from: Path | None = None) -> str:
+        """Keep a full-state dump, content-addressed so identical states are stored once: in full
+        (`<digest>.jsonl.gz`, copied from `copy_from` when that file already holds it) or, given its
+        pre-run `base`, as a delta (`<digest>.delta.jsonl.gz`)."""
+        digest = state.digest(base)
+        if not any(self.dumps.glob(f"{digest}.*")):
+            if copy_from is not None and copy_from.exists():
+                tmp = self.dumps / f"{digest}.{os.getpid()}.copy.tmp"
+                shutil.copyfile(copy_from, tmp)
+                tmp.replace(self.dumps / f"{digest}.jsonl.gz")
+            elif base is None:
+                state.save(self.dumps / f"{digest}.jsonl.gz")
+            else:
+                state.save_delta(self.dumps / f"{digest}.delta.jsonl.gz", base)
         return digest
+
+    def load_dump(self, digest: str) -> State:
+        """The full state of a stored dump, rebuilt from its delta when needed, checked by digest."""
+        full = self.dumps / f"{digest}.jsonl.gz"
+        if full.exists():
+            return load(full)
+        delta = self.dumps / f"{digest}.delta.jsonl.gz"
+        with gzip.open(delta, "rt", encoding="utf-8") as fh:
+            base_digest = json.loads(fh.readline())["base"]
+        return load_delta(delta, self.load_dump(base_digest))
 
     def write_transcript(self, rid: str, transcript: dict[str, Any]) -> None:
         tmp = self.transcripts / f"{rid}.json.tmp"

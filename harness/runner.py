@@ -93,7 +93,7 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
             final_message=result.final_message, errored=result.error is not None, stalled=result.stalled
         )
         verdict = await asyncio.to_thread(judge, prepared, after, facts)
-        after_digest = await asyncio.to_thread(ctx.results.store_dump, after)
+        after_digest = await asyncio.to_thread(ctx.results.store_dump, after, prepared.before)
         timings.label_s = time.perf_counter() - t0
         timings.total_s = time.perf_counter() - t_start
         usage = result.usage

@@ -183,7 +183,7 @@ class Databases:
 
     def template_state(self, template: Template) -> State:
         """The pre-run dump of a template: computed once, cached on disk, checked by digest."""
-        path = self._cache_path(template.name)
+        path = self.cache_path(template.name)
         if path and path.exists():
             from dsl.state import DumpFormatError, load
 
@@ -201,11 +201,11 @@ class Databases:
         self._cache(template.name, state)
         return state
 
-    def _cache_path(self, name: str) -> Path | None:
+    def cache_path(self, name: str) -> Path | None:
         return self.cache_dir / f"{name}.jsonl.gz" if self.cache_dir else None
 
     def _cache(self, name: str, state: State) -> None:
-        path = self._cache_path(name)
+        path = self.cache_path(name)
         if path:
             state.save(path)
 

@@ -1,0 +1,44 @@
+"""Results directory storage: content-addressed dumps, deltas rebuilt exactly, torn tails dropped."""
+
+import pytest
+
+from dsl.state import DumpFormatError, State, TableState
+from harness.records import ResultsDir
+from sandbox.seed import generate
+
+
+def changed_copy(base: State) -> State:
+    after = State({n: TableState(t.info, dict(t.rows)) for n, t in base.tables.items()})
+    invoices = after.tables["invoices"]
+    row = list(invoices.rows[(1,)])
+    row[invoices.info.columns.index("amount")] = "1.00"
+    invoices.rows[(1,)] = tuple(row)
+    del after.tables["group_members"].rows[next(iter(after.tables["group_members"].rows))]
+    return after
+
+
+def test_delta_dumps_rebuild_the_exact_full_state(tmp_path):
+    base = generate()
+    after = changed_copy(base)
+    rd = ResultsDir(tmp_path)
+    rd.open()
+    base_digest = rd.store_dump(base)
+    digest = rd.store_dump(after, base)
+    assert digest == after.digest() != base_digest  # reusing the base's table hashes changes nothing
+    assert (tmp_path / "dumps" / f"{digest}.delta.jsonl.gz").stat().st_size < 2_000
+    rebuilt = rd.load_dump(digest)
+    assert rebuilt.digest() == digest
+    assert rebuilt.tables["invoices"].rows == after.tables["invoices"].rows
+    assert rd.store_dump(after, base) == digest  # stored once
+    assert len(list((tmp_path / "dumps").iterdir())) == 2
+
+
+def test_a_delta_against_another_base_is_refused(tmp_path):
+    base = generate()
+    rd = ResultsDir(tmp_path)
+    rd.open()
+    digest = rd.store_dump(changed_copy(base), base)
+    from dsl.state import load_delta
+
+    with pytest.raises(DumpFormatError, match="delta is against"):
+        load_delta(tmp_path / "dumps" / f"{digest}.delta.jsonl.gz", generate("another-seed"))
