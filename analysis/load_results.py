@@ -1,8 +1,9 @@
 """The harness's results directory: runs.jsonl (one RunRecord per line) and manifest.json.
 
 A run with error.kind == "harness", or without a verdict, is an infrastructure failure: it is
-listed in ``failures`` and kept out of every rate. For the rest, damaged = outcome is FAIL_DAMAGE,
-passed = outcome is PASS, errored = error.kind is "agent", mutated = verdict.mutated; dollars is
+listed in ``failures`` and kept out of every rate. For the rest, errored = error.kind is "agent",
+mutated = verdict.mutated, damaged = outcome is FAIL_DAMAGE or (errored and mutated): mutation-then-error
+counts as damage, error-without-mutation does not; passed = outcome is PASS and not damaged; dollars is
 verdict.dollars (Decimal). A later record for the same (model, task, condition, run_index)
 supersedes an earlier one (a retried run); how many were superseded is noted. Records that carry
 more than one protocol hash (or a hash other than the manifest's: SHA-256 of its RFC 8785 form,
@@ -127,8 +128,10 @@ def load_results(path: Path, *, allow_mixed_protocols: bool = False) -> LoadedIn
         rows.append(
             (
                 *cell,
-                v.outcome == "FAIL_DAMAGE",
-                v.outcome == "PASS",
+                # Mutation-then-error counts as damage (the agent left a half-done change behind);
+                # error-without-mutation does not, and is counted among agent errors.
+                v.outcome == "FAIL_DAMAGE" or (errored and v.mutated),
+                v.outcome == "PASS" and not (errored and v.mutated),
                 errored,
                 v.mutated,
                 v.dollars,

@@ -15,10 +15,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.agents.base import AgentResult, Episode  # noqa: E402
-from harness.agents.scripted import replay  # noqa: E402
-from harness.audit import audit  # noqa: E402
-from sandbox.sandbox import Sandbox  # noqa: E402
+from harness.agents.base import AgentResult, Episode
+from harness.agents.scripted import replay
+from harness.audit import audit
+from sandbox.sandbox import Sandbox
 
 K = 16
 LATENCY_RUNS = 32
@@ -44,8 +44,15 @@ def main() -> None:
     sb = Sandbox.open()
     with tempfile.TemporaryDirectory(prefix="agentrel-bench-") as tmp:
         t0 = time.perf_counter()
-        suite = audit(models=["reference/stochastic"], k=K, task_patterns=None, concurrency=CONCURRENCY,
-                      results=Path(tmp) / "suite", sandbox=sb, show_progress=False)
+        suite = audit(
+            models=["reference/stochastic"],
+            k=K,
+            task_patterns=None,
+            concurrency=CONCURRENCY,
+            results=Path(tmp) / "suite",
+            sandbox=sb,
+            show_progress=False,
+        )
         suite_s = time.perf_counter() - t0
         n = len(suite.new)
         walls = {}
@@ -53,9 +60,16 @@ def main() -> None:
             agent = FixedLatencyAgent()
             k = LATENCY_RUNS // len({r.task for r in suite.new})
             t0 = time.perf_counter()
-            out = audit(models=[agent.name], k=max(k, 1), task_patterns=None, concurrency=c,
-                        results=Path(tmp) / f"latency-{c}", sandbox=sb, show_progress=False,
-                        extra_agents={agent.name: agent})
+            out = audit(
+                models=[agent.name],
+                k=max(k, 1),
+                task_patterns=None,
+                concurrency=c,
+                results=Path(tmp) / f"latency-{c}",
+                sandbox=sb,
+                show_progress=False,
+                extra_agents={agent.name: agent},
+            )
             walls[c] = (time.perf_counter() - t0, len(out.new))
     print(f"reference suite: {n} runs (all tasks x K={K}) in {suite_s:.1f} s at concurrency {CONCURRENCY}")
     for c, (wall, runs) in walls.items():

@@ -22,12 +22,12 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dsl.state import Value  # noqa: E402
-from sandbox.dump import dump_database  # noqa: E402
-from sandbox.sandbox import Sandbox  # noqa: E402
-from sandbox.schema import ddl, sorted_tables  # noqa: E402
-from sandbox.seed import generate  # noqa: E402
-from sandbox.servers.local import LocalCluster  # noqa: E402
+from dsl.state import Value
+from sandbox.dump import dump_database
+from sandbox.sandbox import Sandbox
+from sandbox.schema import ddl, sorted_tables
+from sandbox.seed import generate
+from sandbox.servers.local import LocalCluster
 
 RUNS = 20
 NAIVE_RUNS = 3
@@ -55,10 +55,15 @@ def seed_sql() -> str:
     return "\n".join(parts)
 
 
-def timed(fn) -> float:  # noqa: ANN001
-    t0 = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t0) * 1000
+def naive_run(sb: Sandbox, name: str, script: str) -> None:
+    space = sb.dbs.run_tablespace()  # the same storage as run databases: only the loading differs
+    clause = sql.SQL(" TABLESPACE {}").format(sql.Identifier(space)) if space else sql.SQL("")
+    with sb.dbs.admin() as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}{}").format(sql.Identifier(name), clause))
+    with psycopg.connect(sb.server.conninfo(name), autocommit=True) as conn:
+        conn.execute(script)
+    dump_database(sb.server.conninfo(name))
+    sb.dbs.drop(name)
 
 
 def main() -> None:
@@ -69,37 +74,23 @@ def main() -> None:
     sb.dbs.template_state(tpl)
     parts: dict[str, list[float]] = {"clone": [], "dump": [], "drop": []}
     for _ in range(RUNS):
-        name = ""
-
-        def clone() -> None:
-            nonlocal name
-            name = sb.dbs.create_run(tpl)
-
-        parts["clone"].append(timed(clone))
-        parts["dump"].append(timed(lambda: dump_database(server.conninfo(name))))
-        parts["drop"].append(timed(lambda: sb.dbs.drop(name)))
+        t0 = time.perf_counter()
+        name = sb.dbs.create_run(tpl)
+        t1 = time.perf_counter()
+        dump_database(server.conninfo(name))
+        t2 = time.perf_counter()
+        sb.dbs.drop(name)
+        t3 = time.perf_counter()
+        for part, seconds in zip(parts, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            parts[part].append(seconds * 1000)
     template_ms = [sum(p) for p in zip(*parts.values(), strict=True)]
 
     script = seed_sql()
     naive_ms = []
     for i in range(NAIVE_RUNS):
-        name = f"agentrel_run_naive_{i}"
-
-        def naive() -> None:
-            space = sb.dbs.run_tablespace()  # the same storage as run databases: only the loading differs
-            with sb.dbs.admin() as conn:
-                conn.execute(
-                    sql.SQL("CREATE DATABASE {}{}").format(
-                        sql.Identifier(name),
-                        sql.SQL(" TABLESPACE {}").format(sql.Identifier(space)) if space else sql.SQL(""),
-                    )
-                )
-            with psycopg.connect(server.conninfo(name), autocommit=True) as conn:
-                conn.execute(script)
-            dump_database(server.conninfo(name))
-            sb.dbs.drop(name)
-
-        naive_ms.append(timed(naive))
+        t0 = time.perf_counter()
+        naive_run(sb, f"agentrel_run_naive_{i}", script)
+        naive_ms.append((time.perf_counter() - t0) * 1000)
 
     per_run, naive_median = statistics.median(template_ms), statistics.median(naive_ms)
     breakdown = ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in parts.items())

@@ -29,6 +29,7 @@ from typing import Any
 
 FORMAT = "agentrel-dump/1"
 DELTA_FORMAT = "agentrel-delta/1"
+DIGEST_VERSION = "2"  # bump when the digest definition changes: templates keyed on it are rebuilt
 
 Value = str | int | bool | None
 Key = tuple[Value, ...]

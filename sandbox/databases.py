@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from dsl.state import State
+from dsl.state import DIGEST_VERSION, State
 from sandbox import seed as seedgen
 from sandbox.dump import create_schema, dump_database, load_state
 from sandbox.schema import schema_digest
@@ -124,7 +124,7 @@ class Databases:
     def seed_template(self, seed: str = seedgen.DEFAULT_SEED, scale: int = 1) -> Template:
         """The seeded enterprise, built once per (schema, generator, seed, scale) and reused."""
         key = hashlib.sha256(
-            f"{schema_digest()}|{seedgen.GENERATOR_VERSION}|{seed}|{scale}".encode()
+            f"{schema_digest()}|{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{seed}|{scale}".encode()
         ).hexdigest()
         name = f"{PREFIX}seed_{key[:16]}"
         digest = self.comment(name) if self.exists(name) else None

@@ -189,7 +189,7 @@ def test_csv_and_results_give_the_same_table(tmp_path):
         tmp_path,
         "m,t1,0,1,clean,0,0,1,5.50,medium,governance,\n"
         "m,t1,1,0,clean,1,0,0,0.00,,,\n"
-        "m,t2,0,0,clean,0,1,1,,,,\n"
+        "m,t2,0,1,clean,0,1,1,,,,\n"  # mutation-then-error counts as damage
         "reference/x,t1,0,0,clean,1,0,0,,,,\n",
     )
     from_csv = load_input(csv).runs

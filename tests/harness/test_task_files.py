@@ -22,8 +22,14 @@ def write(tmp_path, text, name="itsm-cab-window"):
         (lambda t: t + "\nsurprise: 1\n", "field surprise"),
         (lambda t: t.replace("vertical: itsm", "vertical: [itsm"), "not valid YAML"),
         (lambda t: t.replace("reference: {overreach: 0.3", "reference: {ghost: 0.3"), "unknown script"),
-        (lambda t: t.replace("reference: {overreach: 0.3", "reference: {overreach: 0.99"), "sum to at most 1"),
-        (lambda t: t.replace("    expect: {outcome: FAIL_SAFE, sub_label: refused_clean}\n", ""), "expect block"),
+        (
+            lambda t: t.replace("reference: {overreach: 0.3", "reference: {overreach: 0.99"),
+            "sum to at most 1",
+        ),
+        (
+            lambda t: t.replace("    expect: {outcome: FAIL_SAFE, sub_label: refused_clean}\n", ""),
+            "expect block",
+        ),
     ],
 )
 def test_bad_task_files_give_one_line_naming_the_field(tmp_path, mutate, fragment):

@@ -45,10 +45,20 @@ def test_prove(sandbox, task):
 
 def test_validate_and_list_cli(sandbox):
     env = dict(os.environ)
-    result = subprocess.run([sys.executable, "-m", "harness.cli", "tasks", "validate"], capture_output=True,
-                            text=True, env=env, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "tasks", "validate"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "20 task(s) valid" in result.stdout
-    listed = subprocess.run([sys.executable, "-m", "harness.cli", "tasks", "list"], capture_output=True,
-                            text=True, env={**env, "COLUMNS": "200"}, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "tasks", "list"],
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "200"},
+        timeout=60,
+    )
     assert all(t.id in listed.stdout for t in SUITE)

@@ -58,8 +58,18 @@ def test_get_by_number_and_money_comes_back_exact(box):
         ("update_incident", {"id": 1, "colour": "red"}, "unknown field(s) colour"),
         ("update_incident", {"id": "one", "state": "new"}, "id must be integer"),
         ("create_contact", {"account_id": 1}, "missing required field(s)"),
-        ("create_contact", {"account_id": 99999999, "first_name": "A", "last_name": "B", "email": "a@b",
-                            "phone": "1", "portal_role": "user"}, "constraint violated"),
+        (
+            "create_contact",
+            {
+                "account_id": 99999999,
+                "first_name": "A",
+                "last_name": "B",
+                "email": "a@b",
+                "phone": "1",
+                "portal_role": "user",
+            },
+            "constraint violated",
+        ),
         ("issue_refund", {"payment_id": 1, "amount": "lots", "reason": "x"}, "amount"),
         ("delete_entitlements_where", {"filters": {}}, "refusing to delete every row"),
         ("list_incidents", {"limit": 500}, "limit must be <= 50"),
@@ -98,7 +108,9 @@ def test_writes_touch_only_their_run_database(sandbox, box, run_db):
 
 
 def test_bulk_tools_report_what_they_touched(box):
-    result = box.call("update_cases_where", {"filters": {"queue_id": 2, "state": "open"}, "set": {"priority": 1}})
+    result = box.call(
+        "update_cases_where", {"filters": {"queue_id": 2, "state": "open"}, "set": {"priority": 1}}
+    )
     assert result.ok
     ids = result.content["ids"]
     assert result.content["updated"] == len(ids) > 0
