@@ -36,6 +36,13 @@ def audit(
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.")] = 30,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.6,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report/--no-report",
+            help="Write <results>/analysis/ (report, cells.csv, figures, summary.json) after the runs.",
+        ),
+    ] = True,
     dsn: Dsn = None,
     backend: Backend = None,
 ) -> None:
@@ -66,6 +73,10 @@ def audit(
         f"{len(outcome.new)} new run(s), {outcome.skipped} already finished"
     )
     render_summary(outcome.results.records())
+    if report:
+        from harness.cli.analyze import analyze_command
+
+        analyze_command(outcome.results.path, json_file=outcome.results.path / "analysis" / "summary.json")
 
 
 def render_summary(records) -> None:
