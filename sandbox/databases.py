@@ -182,7 +182,16 @@ class Databases:
         return Template(name, digest)
 
     def template_state(self, template: Template) -> State:
-        """The pre-run dump of a template: computed once, cached on disk, checked by digest."""
+        """The pre-run dump of a template: computed once, cached on disk and in memory, checked by digest.
+
+        Callers share the returned State: it must not be mutated."""
+        if template.digest in self._states:
+            return self._states[template.digest]
+        state = self._template_state(template)
+        self._states[template.digest] = state
+        return state
+
+    def _template_state(self, template: Template) -> State:
         path = self.cache_path(template.name)
         if path and path.exists():
             from dsl.state import DumpFormatError, load
