@@ -42,6 +42,7 @@ class Databases:
         self.server = server
         self.cache_dir = cache_dir
         self._run_tablespace: str | bool | None = False  # False: not looked up yet
+        self._states: dict[str, State] = {}  # template digest -> its pre-run state, shared read-only
 
     # -- plumbing ----------------------------------------------------------------------------------
     def admin(self) -> psycopg.Connection:
