@@ -16,7 +16,7 @@ from dsl.api import RunFacts, Spec, Verdict, label, load_spec
 from dsl.state import State
 from harness.tasks import Script, Task
 from sandbox.databases import Template
-from sandbox.dump import dump_database
+from sandbox.dump import dump_run
 from sandbox.sandbox import Sandbox
 from sandbox.tools import Tool, ToolBox, all_tools
 
@@ -108,7 +108,7 @@ def scripted_episode(sb: Sandbox, prepared: PreparedTask, script: Script) -> Epi
     try:
         with ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id) as box:
             calls, final = run_script(box, script)
-        after = dump_database(sb.server.conninfo(run_db))
+        after = dump_run(sb.server.conninfo(run_db), prepared.before)
     finally:
         sb.dbs.drop(run_db)
     verdict = judge(prepared, after, RunFacts(final_message=final))

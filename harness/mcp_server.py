@@ -31,7 +31,7 @@ from mcp.server.lowlevel import Server
 from dsl.api import RunFacts, Verdict
 from harness.cli.errors import ExitCode, UserError
 from harness.episode import PreparedTask, judge
-from sandbox.dump import dump_database
+from sandbox.dump import dump_run
 from sandbox.sandbox import Sandbox, SandboxError
 from sandbox.tools import ToolBox, ToolResult
 
@@ -89,7 +89,7 @@ class RunSession:
             self._ended = True
             try:
                 self._box.close()
-                after = dump_database(self.sb.server.conninfo(self.run_db))
+                after = dump_run(self.sb.server.conninfo(self.run_db), self.prepared.before)
             except psycopg.Error as exc:
                 raise SandboxError(
                     f"cannot read the final state of {self.run_db}: {_first_line(exc)}"

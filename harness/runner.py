@@ -21,7 +21,7 @@ from harness.matrix import RunPlan
 from harness.prices import Price, cost
 from harness.progress import ProgressManager
 from harness.records import ResultsDir, RunError, RunRecord, Timings, TokenUsage
-from sandbox.dump import dump_database
+from sandbox.dump import dump_run
 from sandbox.sandbox import Sandbox
 from sandbox.tools import ToolBox
 
@@ -84,7 +84,7 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
             finally:
                 await asyncio.to_thread(box.close)
             t0 = time.perf_counter()
-            after = await asyncio.to_thread(dump_database, sb.server.conninfo(run_db))
+            after = await asyncio.to_thread(dump_run, sb.server.conninfo(run_db), prepared.before)
             timings.dump_s = time.perf_counter() - t0
         finally:
             await asyncio.shield(asyncio.to_thread(sb.dbs.drop, run_db))

@@ -19,6 +19,7 @@ from psycopg import sql
 
 from dsl.state import DIGEST_VERSION, State
 from sandbox import seed as seedgen
+from sandbox import tracking
 from sandbox.dump import create_schema, dump_database, load_state
 from sandbox.schema import schema_digest
 from sandbox.servers.base import SandboxError, Server
@@ -125,7 +126,7 @@ class Databases:
     def seed_template(self, seed: str = seedgen.DEFAULT_SEED, scale: int = 1) -> Template:
         """The seeded enterprise, built once per (schema, generator, seed, scale) and reused."""
         key = hashlib.sha256(
-            f"{schema_digest()}|{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{seed}|{scale}".encode()
+            f"{schema_digest()}|{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{tracking.VERSION}|{seed}|{scale}".encode()
         ).hexdigest()
         name = f"{PREFIX}seed_{key[:16]}"
         digest = self.comment(name) if self.exists(name) else None
@@ -142,6 +143,7 @@ class Databases:
             with psycopg.connect(self.server.conninfo(tmp)) as conn:
                 create_schema(conn)
                 load_state(conn, state)
+                tracking.install(conn)
             got = dump_database(self.server.conninfo(tmp)).digest()
             if got != expected:
                 raise SandboxError(
@@ -173,6 +175,7 @@ class Databases:
                         raise SandboxError(
                             f"task {task_id}: fixture SQL failed: {str(exc).strip().splitlines()[0]}"
                         ) from None
+                    tracking.reset(conn)
             state = dump_database(self.server.conninfo(tmp))
             digest = state.digest()
             self._publish(tmp, name, digest)

@@ -16,7 +16,8 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.types.string import TextLoader
 
-from dsl.state import State, TableInfo
+from dsl.state import State, TableInfo, TableState
+from sandbox import tracking
 from sandbox.schema import ddl, sorted_tables, table_infos
 
 
@@ -63,6 +64,24 @@ def _fetch(conninfo: str, infos: list[TableInfo], state: State) -> None:
                 rows.update(((row[0],), row) for row in fetched)
             else:
                 rows.update((tuple(row[i] for i in kp), row) for row in fetched)
+
+
+def dump_run(conninfo: str, base: State) -> State:
+    """The full state of a run database cloned from the template whose pre-run dump is `base`.
+
+    Tables the run wrote (see sandbox/tracking.py) are read again; every other table is `base`'s,
+    shared, not copied: callers must treat the returned state as read-only."""
+    state = State()
+    with connect_canonical(conninfo) as conn, conn.cursor() as cur:
+        written = tracking.touched(conn)
+        for name, table in base.tables.items():
+            if name not in written:
+                state.tables[name] = table
+                continue
+            fresh = state.tables[name] = TableState(table.info)
+            kp = table.info.key_positions
+            fresh.rows.update((tuple(row[i] for i in kp), row) for row in cur.execute(_query(table.info)))
+    return state
 
 
 def dump_database(conninfo: str, infos: Iterable[TableInfo] | None = None, workers: int = 2) -> State:

@@ -107,3 +107,29 @@ def test_fixture_sql_error_names_the_task(sandbox):
     with pytest.raises(SandboxError, match="task t-bad: fixture SQL failed"):
         sandbox.dbs.task_template(sandbox.seed_template(), "t-bad", "UPDATE nope SET x = 1")
     assert not [n for n in sandbox.dbs.list() if "_b" in n.split("_")[-1][:2]]
+
+
+def test_post_run_dump_rereads_exactly_the_written_tables(sandbox):
+    from sandbox import tracking
+    from sandbox.dump import connect_canonical, dump_run
+
+    base_tpl = sandbox.seed_template()
+    tpl = sandbox.dbs.task_template(base_tpl, "t-tracking", "UPDATE accounts SET tier = 'gold' WHERE id = 2")
+    before = sandbox.dbs.template_state(tpl)
+    run = sandbox.dbs.create_run(tpl)
+    try:
+        conninfo = sandbox.server.conninfo(run)
+        with connect_canonical(conninfo) as conn:
+            assert tracking.touched(conn) == set()  # the fixture's own write is not the run's
+            conn.execute("UPDATE invoices SET amount = amount + 1 WHERE id = 3")
+            conn.execute(
+                "DELETE FROM user_roles WHERE (user_id, role_id) IN (SELECT user_id, role_id FROM "
+                "user_roles LIMIT 2)"
+            )
+            conn.execute("UPDATE cases SET state = state WHERE id = -1")  # no row: still marked, harmless
+            assert tracking.touched(conn) == {"invoices", "user_roles", "cases"}
+        fast, full = dump_run(conninfo, before), dump_database(conninfo)
+        assert fast.digest(before) == full.digest() != before.digest()
+        assert fast.tables["accounts"] is before.tables["accounts"]  # unwritten: shared, not re-read
+    finally:
+        sandbox.dbs.drop(run)
