@@ -1,9 +1,11 @@
 """Per-run sandbox overhead: template clone vs the naive rebuild, side by side in one run.
 
-template path: CREATE DATABASE ... TEMPLATE (clone) + post-run full-state dump + DROP. The pre-run dump
-               of the template is computed once and reused by digest, so it is not part of a run.
+template path: CREATE DATABASE ... TEMPLATE (clone) + a run's writes + post-run full-state dump + DROP.
+               The pre-run dump of the template is computed once and reused by digest; the post-run
+               dump re-reads the tables the run wrote (sandbox/tracking.py) and takes the rest from it.
 naive path:    CREATE DATABASE (empty) + schema + the seed loaded from a plain SQL script of one INSERT
-               per row (what `pg_dump --inserts` or a hand-written seed.sql gives) + dump + DROP,
+               per row (what `pg_dump --inserts` or a hand-written seed.sql gives) + the same writes +
+               a full dump + DROP,
                on the same storage (the RAM-backed run tablespace when there is one).
 
 Runs on the user's own sandbox (AGENTREL_HOME or .agentrel/), the overhead a user really gets.
@@ -23,13 +25,19 @@ from psycopg import sql
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dsl.state import Value
-from sandbox.dump import dump_database
+from sandbox.dump import dump_database, dump_run
 from sandbox.sandbox import Sandbox
 from sandbox.schema import ddl, sorted_tables
 from sandbox.seed import generate
 from sandbox.servers.local import LocalCluster
 
 RUNS = 20
+# What a typical run writes: one update, one insert (as an agent resolving an incident with a note).
+RUN_WRITES = (
+    "UPDATE incidents SET state = 'resolved' WHERE id = 7;"
+    "INSERT INTO work_notes (record_table, record_id, author_id, note, created_at) "
+    "VALUES ('incidents', 7, 1, 'resolved', '2026-03-02T09:00:00Z');"
+)
 NAIVE_RUNS = 3
 
 
@@ -52,18 +60,25 @@ def seed_sql() -> str:
         for key in sorted(ts.rows):
             values = ", ".join(literal(v) for v in ts.rows[key])
             parts.append(f'INSERT INTO "{table.name}" ({cols}) VALUES ({values});')
+        if ts.info.primary_key == ("id",):  # as pg_dump does: sequences continue after the data
+            seq = f"pg_get_serial_sequence('{table.name}', 'id')"
+            parts.append(f'SELECT setval({seq}, (SELECT MAX(id) FROM "{table.name}"));')
     return "\n".join(parts)
 
 
 def naive_run(sb: Sandbox, name: str, script: str) -> None:
     space = sb.dbs.run_tablespace()  # the same storage as run databases: only the loading differs
     clause = sql.SQL(" TABLESPACE {}").format(sql.Identifier(space)) if space else sql.SQL("")
+    sb.dbs.drop(name)
     with sb.dbs.admin() as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}{}").format(sql.Identifier(name), clause))
-    with psycopg.connect(sb.server.conninfo(name), autocommit=True) as conn:
-        conn.execute(script)
-    dump_database(sb.server.conninfo(name))
-    sb.dbs.drop(name)
+    try:
+        with psycopg.connect(sb.server.conninfo(name), autocommit=True) as conn:
+            conn.execute(script)
+            conn.execute(RUN_WRITES)
+        dump_database(sb.server.conninfo(name))
+    finally:
+        sb.dbs.drop(name)
 
 
 def main() -> None:
@@ -71,17 +86,20 @@ def main() -> None:
     server.ensure_running()
     sb = Sandbox(server)
     tpl = sb.seed_template()
-    sb.dbs.template_state(tpl)
+    before = sb.dbs.template_state(tpl)
     parts: dict[str, list[float]] = {"clone": [], "dump": [], "drop": []}
     for _ in range(RUNS):
         t0 = time.perf_counter()
         name = sb.dbs.create_run(tpl)
+        clone = time.perf_counter() - t0
+        with psycopg.connect(server.conninfo(name), autocommit=True) as conn:
+            conn.execute(RUN_WRITES)  # the agent's time, not the sandbox's: outside the clock
         t1 = time.perf_counter()
-        dump_database(server.conninfo(name))
+        dump_run(server.conninfo(name), before)
         t2 = time.perf_counter()
         sb.dbs.drop(name)
         t3 = time.perf_counter()
-        for part, seconds in zip(parts, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+        for part, seconds in zip(parts, (clone, t2 - t1, t3 - t2), strict=True):
             parts[part].append(seconds * 1000)
     template_ms = [sum(p) for p in zip(*parts.values(), strict=True)]
 
