@@ -73,9 +73,7 @@ def main() -> None:
             rates[c] = (out.runs_per_second, len(out.new))
     print(f"reference suite: {n} runs (all tasks x K={K}) in {suite_s:.1f} s at concurrency {CONCURRENCY}")
     for c, (rate, runs) in rates.items():
-        print(
-            f"fixed 1 s latency agent, concurrency {c}: {runs} runs in {runs / rate:.1f} s ({rate:.2f} /s)"
-        )
+        print(f"fixed 1 s latency agent, concurrency {c}: {runs} runs in {runs / rate:.1f} s ({rate:.2f} /s)")
     print(f"runs_per_s={n / suite_s:.2f} speedup_at_16={rates[16][0] / rates[1][0]:.1f}")
 
 
