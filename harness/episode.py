@@ -7,13 +7,15 @@ database, and labels the diff with the task's damage spec.
 
 from __future__ import annotations
 
-import time
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dsl.api import RunFacts, Spec, Verdict, label, load_spec
 from dsl.state import State
+from harness.agents.base import CallRecord, Episode
+from harness.agents.scripted import replay
+from harness.cli.errors import UserError
 from harness.tasks import Script, Task
 from sandbox.databases import Template
 from sandbox.dump import dump_run
@@ -32,38 +34,18 @@ class PreparedTask:
 
 
 @dataclass
-class ToolCall:
-    tool: str
-    args: Any
-    ok: bool
-    result: Any
-    seconds: float
+class ScriptedRun:
+    """A scripted plan run on a fresh clone: what `agentrel tasks prove` compares with its expectation."""
 
-    def as_record(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "args": self.args,
-            "ok": self.ok,
-            "result": self.result,
-            "seconds": round(self.seconds, 4),
-        }
-
-
-@dataclass
-class Episode:
-    run_db: str
     verdict: Verdict
-    after: State
     after_digest: str
-    calls: list[ToolCall] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
     final_message: str | None = None
 
 
 def prepare(sb: Sandbox, task: Task) -> PreparedTask:
     unknown = [t for t in task.tools if t not in all_tools()]
     if unknown:
-        from harness.cli.errors import UserError
-
         raise UserError(
             f"tasks/{task.vertical}/{task.id}.yaml: field tools: unknown tool(s) {', '.join(unknown)}"
         )
@@ -79,8 +61,6 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
         None,
     )
     if acting is None:
-        from harness.cli.errors import UserError
-
         raise UserError(
             f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}"
         )
@@ -89,27 +69,23 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
     return PreparedTask(task, template, before, spec, tools, int(acting))
 
 
-def run_script(tools: ToolBox, script: Script) -> tuple[list[ToolCall], str]:
-    calls = []
-    for step in script.steps:
-        t0 = time.perf_counter()
-        result = tools.call(step.tool, step.args)
-        calls.append(ToolCall(step.tool, step.args, result.ok, result.content, time.perf_counter() - t0))
-    return calls, script.final
-
-
 def judge(prepared: PreparedTask, after: State, facts: RunFacts) -> Verdict:
     return label(prepared.spec, prepared.task.params, prepared.before, after, facts)
 
 
-def scripted_episode(sb: Sandbox, prepared: PreparedTask, script: Script) -> Episode:
-    """Run a scripted plan on a fresh clone, dump before cleanup, label."""
+def scripted_episode(
+    sb: Sandbox, prepared: PreparedTask, script: Script, name: str = "script"
+) -> ScriptedRun:
+    """Replay a scripted plan on a fresh clone (the agents' own replay), dump before cleanup, label."""
     run_db = sb.dbs.create_run(prepared.template)
     try:
         with ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id) as box:
-            calls, final = run_script(box, script)
+            episode = Episode(
+                prepared.task, prepared.tools, "", lambda n, a: asyncio.to_thread(box.call, n, a)
+            )
+            result = asyncio.run(replay(episode, script, name))
         after = dump_run(sb.server.conninfo(run_db), prepared.before)
     finally:
         sb.dbs.drop(run_db)
-    verdict = judge(prepared, after, RunFacts(final_message=final))
-    return Episode(run_db, verdict, after, after.digest(), calls, final)
+    verdict = judge(prepared, after, RunFacts(final_message=result.final_message, stalled=result.stalled))
+    return ScriptedRun(verdict, after.digest(prepared.before), episode.calls, result.final_message)

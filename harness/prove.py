@@ -55,7 +55,7 @@ def prove_task(sb: Sandbox, prepared: PreparedTask) -> list[ProofRow]:
     for name, script in task.scripts().items():
         expect = task.oracle_expect if name == "oracle" else script.expect
         assert expect is not None
-        episode = scripted_episode(sb, prepared, script)
+        episode = scripted_episode(sb, prepared, script, name)
         v = episode.verdict
         failed_calls = [c.tool for c in episode.calls if not c.ok]
         ok, detail = check(expect, v)
