@@ -11,6 +11,7 @@ import hashlib
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,61 +125,61 @@ class Databases:
 
     # -- templates -----------------------------------------------------------------------------------
     def seed_template(self, seed: str = seedgen.DEFAULT_SEED, scale: int = 1) -> Template:
-        """The seeded enterprise, built once per (schema, generator, seed, scale) and reused."""
-        key = hashlib.sha256(
-            f"{schema_digest()}|{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{tracking.VERSION}|{seed}|{scale}".encode()
-        ).hexdigest()
-        name = f"{PREFIX}seed_{key[:16]}"
-        digest = self.comment(name) if self.exists(name) else None
-        if digest:
-            return Template(name, digest)
-        state = seedgen.generate(seed, scale)
-        expected = state.digest()
-        tmp = self._tmp_name()
-        with self.admin() as conn:
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(sql.Identifier(tmp))
-            )
-        try:
+        """The seeded enterprise, built once per (schema, generator, digest, tracking, seed, scale)."""
+        versions = f"{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{tracking.VERSION}"
+        key = hashlib.sha256(f"{schema_digest()}|{versions}|{seed}|{scale}".encode()).hexdigest()
+
+        def make(tmp: str) -> State:
+            state = seedgen.generate(seed, scale)
+            with self.admin() as conn:
+                create = "CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'"
+                conn.execute(sql.SQL(create).format(sql.Identifier(tmp)))
             with psycopg.connect(self.server.conninfo(tmp)) as conn:
                 create_schema(conn)
                 load_state(conn, state)
                 tracking.install(conn)
-            got = dump_database(self.server.conninfo(tmp)).digest()
+            expected, got = state.digest(), dump_database(self.server.conninfo(tmp)).digest()
             if got != expected:
                 raise SandboxError(
                     f"seed round trip mismatch (generated {expected[:12]}, loaded {got[:12]}): "
                     "the server normalizes values differently; report this with `agentrel sandbox status`"
                 )
-            self._publish(tmp, name, expected)
-        except BaseException:
-            self.drop(tmp)
-            raise
-        self._cache(name, state)
-        return Template(name, expected)
+            return state
+
+        return self._build(f"{PREFIX}seed_{key[:16]}", make)
 
     def task_template(self, base: Template, task_id: str, fixture_sql: str) -> Template:
         """`base` plus a task's fixture SQL, built once per (base digest, fixture) and reused."""
         key = hashlib.sha256(f"{base.digest}|{task_id}|{fixture_sql}".encode()).hexdigest()
-        name = f"{PREFIX}task_{key[:20]}"
-        digest = self.comment(name) if self.exists(name) else None
-        if digest:
-            return Template(name, digest)
-        tmp = self._tmp_name()
-        self.clone(base.name, tmp)
-        try:
+
+        def make(tmp: str) -> State:
+            self.clone(base.name, tmp)
             if fixture_sql.strip():
                 with psycopg.connect(self.server.conninfo(tmp)) as conn:
                     try:
                         conn.execute(fixture_sql)
                     except psycopg.Error as exc:
-                        raise SandboxError(
-                            f"task {task_id}: fixture SQL failed: {str(exc).strip().splitlines()[0]}"
-                        ) from None
+                        first = str(exc).strip().splitlines()[0]
+                        raise SandboxError(f"task {task_id}: fixture SQL failed: {first}") from None
                     tracking.reset(conn)
-            state = dump_database(self.server.conninfo(tmp))
+            return dump_database(self.server.conninfo(tmp))
+
+        return self._build(f"{PREFIX}task_{key[:20]}", make)
+
+    def _build(self, name: str, make: Callable[[str], State]) -> Template:
+        """Build template `name` once: `make(tmp)` fills a scratch database and returns its state, which
+        is then published by renaming, its digest in the database comment. Reused while it exists."""
+        digest = self.comment(name) if self.exists(name) else None
+        if digest:
+            return Template(name, digest)
+        tmp = self._tmp_name()
+        try:
+            state = make(tmp)
             digest = state.digest()
             self._publish(tmp, name, digest)
+        except psycopg.errors.DuplicateDatabase:  # another process published the same template first
+            self.drop(tmp)
+            return Template(name, self.comment(name) or "")
         except BaseException:
             self.drop(tmp)
             raise
