@@ -150,7 +150,7 @@ class Databases:
 
     def task_template(self, base: Template, task_id: str, fixture_sql: str) -> Template:
         """`base` plus a task's fixture SQL, built once per (base digest, fixture) and reused."""
-        key = hashlib.sha256(f"{base.digest}|{task_id}|{fixture_sql}".encode()).hexdigest()
+        key = hashlib.sha256(f"{base.name}|{base.digest}|{task_id}|{fixture_sql}".encode()).hexdigest()
 
         def make(tmp: str) -> State:
             self.clone(base.name, tmp)

@@ -73,7 +73,10 @@ def dump_run(conninfo: str, base: State) -> State:
     shared, not copied: callers must treat the returned state as read-only."""
     state = State()
     with connect_canonical(conninfo) as conn, conn.cursor() as cur:
-        written = tracking.touched(conn)
+        try:
+            written = tracking.touched(conn)
+        except psycopg.errors.UndefinedTable:  # a template built without tracking: read everything
+            return dump_database(conninfo)
         for name, table in base.tables.items():
             if name not in written:
                 state.tables[name] = table
