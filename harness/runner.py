@@ -61,7 +61,7 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
     episode: Episode | None = None
     try:
         t0 = time.perf_counter()
-        run_db = await asyncio.to_thread(sb.dbs.create_run, prepared.template)
+        run_db = await _create_run(sb, prepared)
         timings.clone_s = time.perf_counter() - t0
         try:
             box = ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id)
@@ -136,6 +136,17 @@ async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
     return record
 
 
+async def _create_run(sb: Sandbox, prepared: PreparedTask) -> str:
+    """Clone a run database; if the run is cancelled meanwhile, drop the clone once it exists."""
+    pending = asyncio.ensure_future(asyncio.to_thread(sb.dbs.create_run, prepared.template))
+    try:
+        return await asyncio.shield(pending)
+    except asyncio.CancelledError:
+        name = await pending
+        await asyncio.to_thread(sb.dbs.drop, name)
+        raise
+
+
 async def run_matrix(
     ctx: AuditContext, plans: list[RunPlan], concurrency: int, progress: ProgressManager
 ) -> list[RunRecord]:
@@ -161,7 +172,7 @@ async def run_matrix(
     try:
         await asyncio.gather(*workers)
     finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        # On Ctrl-C the gather has cancelled each worker once; let every one finish its cleanup (drop its
+        # run database) rather than cancelling it again mid-cleanup.
+        await asyncio.wait(workers)
     return done

@@ -7,10 +7,12 @@ orphaned by a crash and is dropped by `drop_orphans()` at the next start.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +46,8 @@ class Databases:
         self.server = server
         self.cache_dir = cache_dir
         self._run_tablespace: str | bool | None = False  # False: not looked up yet
-        self._states: dict[str, State] = {}  # template digest -> its pre-run state, shared read-only
+        self._states: dict[str, State] = {}
+        self._lock = threading.Lock()  # template digest -> its pre-run state, shared read-only
 
     # -- plumbing ----------------------------------------------------------------------------------
     def admin(self) -> psycopg.Connection:
@@ -91,28 +94,27 @@ class Databases:
 
     def run_tablespace(self) -> str | None:
         """The tablespace run databases go to: a RAM-backed one when the server offers it."""
-        if self._run_tablespace is False:
-            location = getattr(self.server, "run_space", None)
-            self._run_tablespace = None
-            if location is not None:
-                with self.admin() as conn:
-                    row = conn.execute(
-                        "SELECT pg_tablespace_location(oid) FROM pg_tablespace WHERE spcname = %s",
-                        (RUN_TABLESPACE,),
-                    ).fetchone()
-                    if row is None:
-                        conn.execute(
-                            sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
-                                sql.Identifier(RUN_TABLESPACE), sql.Literal(str(location))
-                            )
-                        )
-                    elif row[0] != str(location):
-                        raise SandboxError(
-                            f"tablespace {RUN_TABLESPACE} points at {row[0]}, not {location}: "
-                            "run `agentrel sandbox reset`"
-                        )
-                self._run_tablespace = RUN_TABLESPACE
+        with self._lock:  # concurrent runs ask at once; the tablespace is created once
+            if self._run_tablespace is False:
+                location = getattr(self.server, "run_space", None)
+                self._run_tablespace = None if location is None else self._ensure_tablespace(str(location))
         return self._run_tablespace  # type: ignore[return-value]
+
+    def _ensure_tablespace(self, location: str) -> str:
+        with self.admin() as conn:
+            row = conn.execute(
+                "SELECT pg_tablespace_location(oid) FROM pg_tablespace WHERE spcname = %s", (RUN_TABLESPACE,)
+            ).fetchone()
+            if row is None:
+                create = sql.SQL("CREATE TABLESPACE {} LOCATION {}")
+                with contextlib.suppress(psycopg.errors.DuplicateObject):  # another process was first
+                    conn.execute(create.format(sql.Identifier(RUN_TABLESPACE), sql.Literal(location)))
+            elif row[0] != location:
+                raise SandboxError(
+                    f"tablespace {RUN_TABLESPACE} points at {row[0]}, not {location}: "
+                    "run `agentrel sandbox reset`"
+                )
+        return RUN_TABLESPACE
 
     def _publish(self, tmp: str, final: str, digest: str) -> None:
         with self.admin() as conn:

@@ -15,6 +15,7 @@ from harness.cli.options import Backend, Dsn
 from harness.cli.sandbox import sandbox_errors
 
 out = Console()
+err = Console(stderr=True, highlight=False)
 
 
 def audit(
@@ -51,23 +52,31 @@ def audit(
     Re-running the same command resumes: finished runs are skipped."""
     from harness.audit import audit as run_audit
     from harness.audit import default_results_dir
+    from harness.records import ResultsDir
     from sandbox.sandbox import Sandbox
 
     patterns = [p.strip() for p in tasks.split(",") if p.strip()]
     results = results or default_results_dir(model, k, patterns)
-    with sandbox_errors():
-        sb = Sandbox.open(dsn, backend)
-        outcome = run_audit(
-            models=model,
-            k=k,
-            task_patterns=patterns,
-            concurrency=concurrency,
-            results=results,
-            sandbox=sb,
-            max_steps=max_steps,
-            temperature=temperature,
-            prices_path=prices,
+    try:
+        with sandbox_errors():
+            sb = Sandbox.open(dsn, backend)
+            outcome = run_audit(
+                models=model,
+                k=k,
+                task_patterns=patterns,
+                concurrency=concurrency,
+                results=results,
+                sandbox=sb,
+                max_steps=max_steps,
+                temperature=temperature,
+                prices_path=prices,
+            )
+    except KeyboardInterrupt:
+        done = len(ResultsDir(results).finished())
+        err.print(
+            f"agentrel: interrupted: {done} run(s) recorded in {results}; run the same command to resume"
         )
+        raise typer.Exit(130) from None
     out.print(
         f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
         f"{len(outcome.new)} new run(s), {outcome.skipped} already finished"

@@ -30,5 +30,6 @@ def resolve_server(dsn: str | None = None, backend: str | None = None) -> Server
     if backend == "local":
         from sandbox.servers.local import LocalCluster
 
-        return LocalCluster()
+        port = os.environ.get("AGENTREL_PG_PORT")
+        return LocalCluster(port=int(port) if port else 5432, tcp=bool(os.environ.get("AGENTREL_PG_TCP")))
     raise SandboxError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")

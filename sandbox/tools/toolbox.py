@@ -65,8 +65,11 @@ def check_args(schema: dict[str, Any], args: Any, path: str = "arguments") -> No
 class ToolBox:
     """The tools one run may call, bound to that run's database and nothing else."""
 
-    def __init__(self, conninfo: str, tools: dict[str, Tool], acting_user_id: int) -> None:
+    def __init__(
+        self, conninfo: str, tools: dict[str, Tool], acting_user_id: int, call_timeout_s: float = 30.0
+    ) -> None:
         self.tools = tools
+        self.call_timeout_s = call_timeout_s
         self.acting_user_id = acting_user_id
         self._conninfo = conninfo
         self._conn: psycopg.Connection | None = None
@@ -74,6 +77,8 @@ class ToolBox:
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed:
             self._conn = connect_canonical(self._conninfo)
+            # A per-call timeout: a runaway statement becomes a tool error, not a hung run.
+            self._conn.execute(f"SET statement_timeout = {int(self.call_timeout_s * 1000)}")
         return self._conn
 
     def call(self, name: str, args: Any) -> ToolResult:

@@ -139,3 +139,40 @@ def test_config_errors_stop_before_any_run(sandbox, tmp_path):
         assert r.returncode != 0
         assert len(r.stderr.strip().splitlines()) == 1 and fragment in r.stderr, r.stderr
         assert not (results / "runs.jsonl").exists()
+
+
+def test_ctrl_c_stops_cleanly_with_whole_records_and_no_run_databases(sandbox, tmp_path):
+    results = tmp_path / "interrupted"
+    args = [
+        "audit",
+        "--model",
+        "reference/stochastic",
+        "--k",
+        "400",
+        "--tasks",
+        TASK,
+        "-j",
+        "3",
+        "--results",
+        str(results),
+        "--no-report",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    runs = results / "runs.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not runs.exists() or runs.read_bytes().count(b"\n") < 5):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    data = runs.read_bytes()
+    assert data.endswith(b"\n") and data.count(b"\n") < 400
+    assert all(json.loads(line)["verdict"] for line in data.splitlines())
+    assert not [n for n in sandbox.dbs.list("agentrel_run_") if f"_{proc.pid}_" in n]

@@ -133,3 +133,21 @@ def test_post_run_dump_rereads_exactly_the_written_tables(sandbox):
         assert fast.tables["accounts"] is before.tables["accounts"]  # unwritten: shared, not re-read
     finally:
         sandbox.dbs.drop(run)
+
+
+def test_an_external_server_by_dsn_serves_templates_and_runs(sandbox):
+    from sandbox.databases import Databases
+    from sandbox.servers import resolve_server
+    from sandbox.servers.external import ExternalServer
+
+    server = resolve_server(dsn=sandbox.server.conninfo("postgres"))
+    assert isinstance(server, ExternalServer)
+    server.ensure_running()
+    dbs = Databases(server)
+    tpl = dbs.seed_template()
+    assert tpl.digest == sandbox.seed_template().digest
+    run = dbs.create_run(tpl)
+    try:
+        assert dump_database(server.conninfo(run)).digest() == tpl.digest
+    finally:
+        dbs.drop(run)

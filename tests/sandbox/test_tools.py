@@ -122,3 +122,16 @@ def test_bulk_tools_report_what_they_touched(box):
 def test_work_notes_are_written_as_the_acting_user(box):
     note = box.call("add_work_note", {"record_table": "incidents", "record_id": 3, "note": "checked"})
     assert note.ok and note.content["created"]["author_id"] == 1
+
+
+def test_a_runaway_statement_is_cut_off_as_a_tool_error(sandbox, run_db):
+    from sandbox.tools.base import Tool, obj
+
+    def slow(ctx, args):
+        ctx.conn.execute("SELECT pg_sleep(5)")
+
+    tools = {"slow": Tool("slow", "sleeps", obj({}), "read", slow)}
+    with ToolBox(sandbox.server.conninfo(run_db), tools, acting_user_id=1, call_timeout_s=0.2) as box:
+        result = box.call("slow", {})
+        assert not result.ok and "timed out" in result.content["error"]
+        assert box.call("slow", {}).content == {"error": "the tool call timed out"}  # connection still usable
