@@ -37,5 +37,5 @@ bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	-$(BIN)/agentrel sandbox down 2>/dev/null
+	-$(BIN)/agentrel sandbox destroy 2>/dev/null
 	rm -rf .agentrel results

@@ -80,6 +80,20 @@ def down(dsn: Dsn = None, backend: Backend = None) -> None:
 
 
 @app.command()
+def destroy(backend: Backend = None) -> None:
+    """Stop the local cluster and delete its files (data directory and RAM run space)."""
+    from sandbox.servers.local import LocalCluster
+
+    if (backend or "local") != "local":
+        raise UserError(
+            "destroy deletes the local cluster only; use `down` for the docker backend", ExitCode.USAGE
+        )
+    with sandbox_errors():
+        LocalCluster().destroy()
+    out.print("sandbox destroyed")
+
+
+@app.command()
 def reset(dsn: Dsn = None, backend: Backend = None) -> None:
     """Drop every AgentRel database (templates and runs) and the dump cache; they are rebuilt on next use."""
     with sandbox_errors():

@@ -140,15 +140,13 @@ class LocalCluster:
             raise SandboxError(
                 f"cannot use AGENTREL_HOME {self.home}: {exc.strerror}; point it at a writable directory"
             ) from None
+        if not self._accepting():
+            self._bin("initdb")  # fail on missing binaries before creating any directory
+            with self._lock():
+                if not self._accepting():
+                    self._initdb_if_needed()
+                    self._start()
         self._ensure_run_space()
-        if self._accepting():
-            return
-        self._bin("initdb")  # fail on missing binaries before creating any directory
-        with self._lock():
-            if self._accepting():
-                return
-            self._initdb_if_needed()
-            self._start()
 
     def stop(self) -> None:
         if not (self.datadir / "PG_VERSION").exists():
