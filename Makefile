@@ -25,6 +25,8 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict dsl analysis
+	$(BIN)/mypy sandbox harness
 
 format: $(STAMP)
 	$(BIN)/ruff format .

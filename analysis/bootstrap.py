@@ -58,7 +58,7 @@ def weighted_sums(weights: Array, feats: Array) -> Array:
     The product is small (a few million multiply-adds); a multi-threaded BLAS call here leaves
     its worker threads spinning, which on a two-core machine slows the optimisers that follow.
     """
-    return np.einsum("bt,tf->bf", weights, feats, optimize=False)
+    return np.asarray(np.einsum("bt,tf->bf", weights, feats, optimize=False), dtype=np.float64)
 
 
 def _bca(theta_hat: float, boot: Array, jack: Array, alpha: float) -> tuple[float, float]:

@@ -44,7 +44,7 @@ def _boot_means(block: np.ndarray, n_boot: int, rng: np.random.Generator, level:
     weights = draw_cluster_weights(n, n_boot, rng).astype(np.float64)  # runs are the resampling unit
     means = weighted_sums(weights, block.T).T / n  # (cells, n_boot)
     a = (1.0 - level) / 2.0
-    return np.quantile(means, [a, 1.0 - a], axis=1).T
+    return np.asarray(np.quantile(means, [a, 1.0 - a], axis=1).T, dtype=np.float64)
 
 
 def cell_dollars(

@@ -84,4 +84,4 @@ def demonstrably_stochastic(
 def always_damage(x: ArrayLike, n: ArrayLike) -> NDArray[np.bool_]:
     """True where every valid run damaged (x = n)."""
     xa, na = _counts(x, n)
-    return xa == na
+    return np.asarray(xa == na, dtype=np.bool_)

@@ -76,7 +76,7 @@ def pool_cells(cells: pd.DataFrame, spec: PoolSpec) -> pd.DataFrame:
 def _dollar_amounts(cells: pd.DataFrame) -> np.ndarray | None:
     if cells["dollars_total"].isna().all():
         return None
-    return cells["dollars_total"].map(usd).to_numpy(dtype=np.float64)
+    return np.asarray(cells["dollars_total"].map(usd).to_numpy(dtype=np.float64), dtype=np.float64)
 
 
 def task_features(cells: pd.DataFrame) -> np.ndarray:

@@ -65,7 +65,7 @@ def fmt_money(value: object) -> str:
 
 def fmt_k(value: object) -> str:
     """A repeat count; '–' when there is none, scientific notation past a million."""
-    if value is None or pd.isna(value):  # type: ignore[call-overload]
+    if value is None or pd.isna(value):
         return "–"
     k = int(value)  # type: ignore[call-overload]
     return str(k) if k < 10**6 else f"{k:.2e}"

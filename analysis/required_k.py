@@ -45,7 +45,7 @@ def _holds(q: Fraction, alpha: Fraction, k: int) -> bool:
     margin = k * math.log(q) - math.log(alpha)
     if abs(margin) > 1e-9 * (1.0 + abs(math.log(alpha))) or k > EXACT_K_LIMIT:
         return margin <= 0.0
-    return q.numerator**k * alpha.denominator <= alpha.numerator * q.denominator**k
+    return bool(q.numerator**k * alpha.denominator <= alpha.numerator * q.denominator**k)
 
 
 def required_k(p: Number, alpha: Number) -> int | None:
@@ -112,7 +112,7 @@ def required_k_from_counts(
 def all_clean_probability_beta(a: float, b: float, k: int | np.ndarray) -> np.ndarray:
     """P(k runs all clean | p ~ Beta(a, b)) = E[(1 - p)^k] = B(a, b + k) / B(a, b)."""
     kk = np.asarray(k, dtype=np.float64)
-    return np.exp(special.betaln(a, b + kk) - special.betaln(a, b))
+    return np.asarray(np.exp(special.betaln(a, b + kk) - special.betaln(a, b)), dtype=np.float64)
 
 
 def required_k_beta(a: float, b: float, alpha: float) -> int | None:

@@ -187,7 +187,8 @@ class Compiler:
                 return None
 
             return Compiled(coalesce)
-        func: Callable[[Any], Any] = {"lower": str.lower, "upper": str.upper, "abs": abs}[e.func]
+        funcs: dict[str, Callable[[Any], Any]] = {"lower": str.lower, "upper": str.upper, "abs": abs}
+        func = funcs[e.func]
         (f,) = args
         return Compiled(lambda b, a, k: None if (v := f(b, a, k)) is None else func(v))
 

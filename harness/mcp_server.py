@@ -37,7 +37,7 @@ from sandbox.tools import ToolBox, ToolResult
 
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
-HTTP_GRACE_S = 3.0  # how long open HTTP connections may linger once a stop signal arrives
+HTTP_GRACE_S = 3  # how long open HTTP connections may linger once a stop signal arrives
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 Transport = Literal["stdio", "http"]

@@ -53,7 +53,7 @@ class Databases:
     def admin(self) -> psycopg.Connection:
         return psycopg.connect(self.server.conninfo("postgres"), autocommit=True)
 
-    def list(self, prefix: str = PREFIX) -> list[str]:
+    def names(self, prefix: str = PREFIX) -> list[str]:
         with self.admin() as conn:
             rows = conn.execute(
                 "SELECT datname FROM pg_database WHERE datname LIKE %s ORDER BY 1",
@@ -238,7 +238,7 @@ class Databases:
     def drop_orphans(self) -> list[str]:
         """Drop run databases of this host whose owning process is gone; return their names."""
         dropped = []
-        for name in self.list(RUN_PREFIX):
+        for name in self.names(RUN_PREFIX):
             parts = name[len(RUN_PREFIX) :].split("_")
             if len(parts) != 3 or parts[0] != HOST_TAG or not parts[1].isdigit():
                 continue
@@ -248,7 +248,7 @@ class Databases:
         return dropped
 
     def drop_all(self) -> list[str]:
-        names = self.list()
+        names = self.names()
         for name in names:
             self.drop(name)
         with self.admin() as conn:

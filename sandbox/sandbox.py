@@ -54,7 +54,7 @@ class Sandbox:
         info = self.server.info()
         if not info.running:
             return SandboxStatus(info, None, None, [], [])
-        names = self.dbs.list()
+        names = self.dbs.names()
         seeds = [n for n in names if n.startswith("agentrel_seed_")]
         digest = self.dbs.comment(seeds[0]) if len(seeds) == 1 else None
         return SandboxStatus(

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from harness.agents.base import AgentResult, ConfigError, Episode, Usage
+from harness.agents.base import AgentKind, AgentResult, ConfigError, Episode, Usage
 from harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
 
 
@@ -49,7 +49,7 @@ class Wire(Protocol):
 class ChatAgent:
     """A model behind an HTTP API, driven through the task's tools until it answers without a tool call."""
 
-    kind = "model"
+    kind: AgentKind = "model"
 
     def __init__(
         self,

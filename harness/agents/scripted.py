@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.agents.base import AgentResult, Episode
+from harness.agents.base import AgentKind, AgentResult, Episode
 from harness.tasks import Script, Task
 
 
@@ -23,7 +23,7 @@ class ScriptedAgent:
     counterexample gets the noop script, so a matrix over the whole suite never has holes.
     """
 
-    kind = "scripted"
+    kind: AgentKind = "scripted"
 
     def __init__(self, script: str) -> None:
         self.script = script
@@ -48,7 +48,7 @@ class ReferenceStochasticAgent:
     chosen from the per-run seed with the probabilities the task file declares. A reference agent, not a
     model: it lets the whole pipeline run without an API key, and reports name it as such."""
 
-    kind = "reference"
+    kind: AgentKind = "reference"
     name = "reference/stochastic"
 
     def config(self) -> dict[str, Any]:

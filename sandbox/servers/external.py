@@ -21,11 +21,11 @@ class ExternalServer:
         self._maintenance_db = str(self._params.get("dbname") or "postgres")
 
     def conninfo(self, dbname: str) -> str:
-        return make_conninfo(**{**self._params, "dbname": dbname})
+        return make_conninfo("", **{**self._params, "dbname": dbname})
 
     def _redacted(self) -> str:
         shown = {k: v for k, v in self._params.items() if k != "password"}
-        return make_conninfo(**shown)
+        return make_conninfo("", **shown)
 
     def ensure_running(self) -> None:
         try:

@@ -6,15 +6,11 @@ from typing import Any
 
 from sandbox.schema import metadata
 from sandbox.seed import NOW
-from sandbox.tools.base import Args, Tool, ToolContext, ToolError, obj
+from sandbox.tools.base import Args, Tool, ToolContext, ToolError, first, obj, scalar
 from sandbox.tools.crud import to_sql_value
 
 AMOUNT = {"type": ["number", "string"], "description": 'amount in USD, e.g. 250 or "250.00"'}
 NOTE_TABLES = ("incidents", "problems", "change_requests", "cases", "configuration_items", "access_requests")
-
-
-def _row(cur: Any) -> dict[str, Any]:
-    return dict(zip([d.name for d in cur.description], cur.fetchone(), strict=True))
 
 
 def _exists(ctx: ToolContext, table: str, key: int, noun: str) -> None:
@@ -39,7 +35,7 @@ def add_work_note(ctx: ToolContext, args: Args) -> Any:
         "VALUES (%s, %s, %s, %s, %s) RETURNING *",
         [table, record_id, ctx.acting_user_id, args["note"], NOW],
     )
-    return {"created": _row(cur)}
+    return {"created": first(cur)}
 
 
 def send_notification(ctx: ToolContext, args: Args) -> Any:
@@ -51,7 +47,7 @@ def send_notification(ctx: ToolContext, args: Args) -> Any:
         "VALUES (%s, %s, %s, %s, %s, %s) RETURNING *",
         [args["recipient_id"], args["subject"], args["body"], args.get("service_id"), NOW, NOW],
     )
-    return {"sent": _row(cur)}
+    return {"sent": first(cur)}
 
 
 def send_customer_email(ctx: ToolContext, args: Args) -> Any:
@@ -63,7 +59,7 @@ def send_customer_email(ctx: ToolContext, args: Args) -> Any:
         "VALUES (%s, %s, 'email', %s, %s, %s) RETURNING *",
         [args["contact_id"], args.get("case_id"), args["subject"], args["body"], NOW],
     )
-    return {"sent": _row(cur)}
+    return {"sent": first(cur)}
 
 
 def issue_refund(ctx: ToolContext, args: Args) -> Any:
@@ -73,7 +69,7 @@ def issue_refund(ctx: ToolContext, args: Args) -> Any:
         "VALUES (%s, %s, %s, 'processed', %s) RETURNING *",
         [args["payment_id"], _amount(args["amount"]), args["reason"], NOW],
     )
-    return {"refunded": _row(cur)}
+    return {"refunded": first(cur)}
 
 
 def issue_credit(ctx: ToolContext, args: Args) -> Any:
@@ -85,15 +81,13 @@ def issue_credit(ctx: ToolContext, args: Args) -> Any:
         "VALUES (%s, %s, %s, %s, NULL, %s) RETURNING *",
         [args["account_id"], args.get("case_id"), _amount(args["amount"]), args["reason"], NOW],
     )
-    return {"credited": _row(cur)}
+    return {"credited": first(cur)}
 
 
 def create_purchase_request(ctx: ToolContext, args: Args) -> Any:
     _exists(ctx, "cost_centers", args["cost_center_id"], "cost center")
     # Number the request from its own id, as the seed does (PR0005000 is id 1), so it is unique.
-    new_id = ctx.conn.execute("SELECT nextval(pg_get_serial_sequence('purchase_requests', 'id'))").fetchone()[
-        0
-    ]
+    new_id = scalar(ctx.conn.execute("SELECT nextval(pg_get_serial_sequence('purchase_requests', 'id'))"))
     number = f"PR{4999 + new_id:07d}"
     if ctx.conn.execute("SELECT 1 FROM purchase_requests WHERE number = %s", [number]).fetchone():
         number = f"{number}-{new_id}"
@@ -110,7 +104,7 @@ def create_purchase_request(ctx: ToolContext, args: Args) -> Any:
             NOW,
         ],
     )
-    return {"created": _row(cur)}
+    return {"created": first(cur)}
 
 
 ACTIONS: tuple[Tool, ...] = (

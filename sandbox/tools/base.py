@@ -54,6 +54,25 @@ class Tool:
         return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
 
 
+def rows(cur: psycopg.Cursor[Any]) -> list[dict[str, Any]]:
+    """All rows of a cursor as column-name dicts."""
+    names = [d.name for d in cur.description or ()]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def first(cur: psycopg.Cursor[Any]) -> dict[str, Any] | None:
+    """The first row as a column-name dict, or None when there is none."""
+    found = rows(cur)
+    return found[0] if found else None
+
+
+def scalar(cur: psycopg.Cursor[Any]) -> Any:
+    row = cur.fetchone()
+    if row is None:
+        raise ToolError("the database returned no value")
+    return row[0]
+
+
 def obj(properties: dict[str, Any], required: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     return {
         "type": "object",

@@ -10,7 +10,7 @@ from psycopg import sql
 
 from sandbox.schema import metadata
 from sandbox.seed import NOW
-from sandbox.tools.base import Args, Tool, ToolContext, ToolError, obj
+from sandbox.tools.base import Args, Tool, ToolContext, ToolError, first, obj, rows, scalar
 from sandbox.tools.entities import Entity
 
 MAX_LIMIT = 50
@@ -109,10 +109,7 @@ class EntityTools:
         cur = ctx.conn.execute(
             sql.SQL("SELECT * FROM {} WHERE {}").format(sql.Identifier(self.table.name), where), params
         )
-        row = cur.fetchone()
-        if row is None:
-            return None
-        return dict(zip([d.name for d in cur.description], row, strict=True))
+        return first(cur)
 
     def _require(self, ctx: ToolContext, key: Args) -> dict[str, Any]:
         row = self._fetch(ctx, key)
@@ -142,9 +139,9 @@ class EntityTools:
             query = args.pop("query", None)
             where, params = self._where(args, query)
             table = sql.Identifier(self.table.name)
-            total = ctx.conn.execute(
-                sql.SQL("SELECT count(*) FROM {} WHERE {}").format(table, where), params
-            ).fetchone()[0]
+            total = scalar(
+                ctx.conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE {}").format(table, where), params)
+            )
             order = sql.SQL(", ").join(sql.Identifier(c) for c in self.pk)
             cur = ctx.conn.execute(
                 sql.SQL("SELECT * FROM {} WHERE {} ORDER BY {} LIMIT %s OFFSET %s").format(
@@ -152,8 +149,7 @@ class EntityTools:
                 ),
                 [*params, limit, offset],
             )
-            names = [d.name for d in cur.description]
-            items = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            items = rows(cur)
             nxt = offset + len(items)
             return {
                 "total": total,
@@ -219,7 +215,7 @@ class EntityTools:
                 sql.SQL(", ").join(sql.Placeholder() for _ in names),
             )
             cur = ctx.conn.execute(stmt, [to_sql_value(self.col(n), values[n]) for n in names])
-            return {"created": dict(zip([d.name for d in cur.description], cur.fetchone(), strict=True))}
+            return {"created": first(cur)}
 
         return Tool(
             f"create_{e.name}",
@@ -230,7 +226,7 @@ class EntityTools:
         )
 
     def _set_clause(self, fields: Args) -> tuple[sql.Composable, list[Any]]:
-        parts = [sql.SQL("{} = %s").format(sql.Identifier(k)) for k in sorted(fields)]
+        parts: list[sql.Composable] = [sql.SQL("{} = %s").format(sql.Identifier(k)) for k in sorted(fields)]
         params = [to_sql_value(self.col(k), fields[k]) for k in sorted(fields)]
         if "updated_at" in self.columns:
             parts += [sql.SQL("updated_at = %s"), sql.SQL("sys_mod_count = sys_mod_count + 1")]

@@ -99,7 +99,7 @@ def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox,
     ids = [line["run_id"] for line in lines]
     assert len(ids) == len(set(ids)) == 12
     assert verdicts(crashed) == verdicts(reference)
-    assert not [n for n in sandbox.dbs.list("agentrel_run_") if f"_{proc.pid}_" in n]
+    assert not [n for n in sandbox.dbs.names("agentrel_run_") if f"_{proc.pid}_" in n]
 
 
 def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):
@@ -175,4 +175,4 @@ def test_ctrl_c_stops_cleanly_with_whole_records_and_no_run_databases(sandbox, t
     data = runs.read_bytes()
     assert data.endswith(b"\n") and data.count(b"\n") < 400
     assert all(json.loads(line)["verdict"] for line in data.splitlines())
-    assert not [n for n in sandbox.dbs.list("agentrel_run_") if f"_{proc.pid}_" in n]
+    assert not [n for n in sandbox.dbs.names("agentrel_run_") if f"_{proc.pid}_" in n]

@@ -92,7 +92,7 @@ def run_db_of(log: str) -> str:
 
 def check_cleanup(sandbox, log: str, before: set[str]) -> None:
     assert not sandbox.dbs.exists(run_db_of(log))
-    assert set(sandbox.dbs.list(RUN_PREFIX)) <= before
+    assert set(sandbox.dbs.names(RUN_PREFIX)) <= before
 
 
 def test_stdio_serves_the_task_tools_and_reports_the_in_process_verdict(sandbox, expected, tmp_path):
@@ -103,7 +103,7 @@ def test_stdio_serves_the_task_tools_and_reports_the_in_process_verdict(sandbox,
         env=server_env(),
         cwd=REPO,
     )
-    before = set(sandbox.dbs.list(RUN_PREFIX))
+    before = set(sandbox.dbs.names(RUN_PREFIX))
 
     async def main() -> tuple[list[str], list[Any]]:
         with errlog.open("w") as err:
@@ -145,7 +145,7 @@ def spawn(tmp_path: Path, *extra: str, stdin: int | None = subprocess.DEVNULL) -
 
 def test_http_serves_until_sigterm_then_reports_the_in_process_verdict(sandbox, expected, tmp_path):
     verdict_file, errlog = tmp_path / "verdict.json", tmp_path / "stderr.log"
-    before = set(sandbox.dbs.list(RUN_PREFIX))
+    before = set(sandbox.dbs.names(RUN_PREFIX))
     proc = spawn(tmp_path, "--transport", "http", "--port", "0", "--verdict-out", str(verdict_file))
     try:
         url = wait_for_log(errlog, r"listening on (\S+)", proc)
@@ -169,7 +169,7 @@ def test_stdio_sigterm_with_stdin_open_still_judges_and_drops(sandbox, tmp_path)
     """A client that kills the server without closing stdin: the untouched run is judged with the final
     message the agent left, and nothing leaks."""
     verdict_file, errlog, final = tmp_path / "verdict.json", tmp_path / "stderr.log", tmp_path / "final.txt"
-    before = set(sandbox.dbs.list(RUN_PREFIX))
+    before = set(sandbox.dbs.names(RUN_PREFIX))
     proc = spawn(
         tmp_path, "--verdict-out", str(verdict_file), "--final-message", str(final), stdin=subprocess.PIPE
     )

@@ -36,7 +36,7 @@ def test_run_databases_are_isolated_from_each_other_and_from_the_template(sandbo
     finally:
         sandbox.dbs.drop(a)
         sandbox.dbs.drop(b)
-    assert a not in sandbox.dbs.list()
+    assert a not in sandbox.dbs.names()
 
 
 def test_changing_one_value_in_one_row_changes_the_digest(sandbox):
@@ -90,12 +90,12 @@ def test_orphaned_run_databases_from_a_crash_are_dropped_at_next_start(sandbox, 
     orphan = proc.stdout.readline().strip()
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert orphan in sandbox.dbs.list()
+    assert orphan in sandbox.dbs.names()
     live = sandbox.dbs.create_run(sandbox.seed_template())  # ours: alive, must survive
     try:
         dropped = sandbox.dbs.drop_orphans()
         assert orphan in dropped
-        names = sandbox.dbs.list()
+        names = sandbox.dbs.names()
         assert orphan not in names and live in names
     finally:
         sandbox.dbs.drop(live)
@@ -106,7 +106,7 @@ def test_fixture_sql_error_names_the_task(sandbox):
 
     with pytest.raises(SandboxError, match="task t-bad: fixture SQL failed"):
         sandbox.dbs.task_template(sandbox.seed_template(), "t-bad", "UPDATE nope SET x = 1")
-    assert not [n for n in sandbox.dbs.list() if "_b" in n.split("_")[-1][:2]]
+    assert not [n for n in sandbox.dbs.names() if "_b" in n.split("_")[-1][:2]]
 
 
 def test_post_run_dump_rereads_exactly_the_written_tables(sandbox):
