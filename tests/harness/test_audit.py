@@ -24,6 +24,18 @@ def agentrel(*args, env=None, **kw):
     )
 
 
+def audit_task(sandbox, results, k, model="reference/stochastic", concurrency=2):
+    return audit(
+        models=[model],
+        k=k,
+        task_patterns=[TASK],
+        concurrency=concurrency,
+        results=results,
+        sandbox=sandbox,
+        show_progress=False,
+    )
+
+
 def verdicts(path):
     return {
         r.run_id: (r.verdict.outcome, r.verdict.sub_label, r.script, r.after_digest)
@@ -32,20 +44,12 @@ def verdicts(path):
 
 
 def test_reference_agent_audits_are_deterministic_and_resume_skips_finished_runs(sandbox, tmp_path):
-    kw = {
-        "models": ["reference/stochastic"],
-        "k": 6,
-        "task_patterns": [TASK],
-        "concurrency": 3,
-        "sandbox": sandbox,
-        "show_progress": False,
-    }
-    first = audit(results=tmp_path / "a", **kw)
-    second = audit(results=tmp_path / "b", **kw)
+    first = audit_task(sandbox, tmp_path / "a", k=6, concurrency=3)
+    second = audit_task(sandbox, tmp_path / "b", k=6, concurrency=3)
     assert first.protocol_hash == second.protocol_hash
     assert verdicts(tmp_path / "a") == verdicts(tmp_path / "b")
     assert len(verdicts(tmp_path / "a")) == 6
-    again = audit(results=tmp_path / "a", **kw)
+    again = audit_task(sandbox, tmp_path / "a", k=6, concurrency=3)
     assert again.skipped == 6 and again.new == []
     scripts = {v[2] for v in verdicts(tmp_path / "a").values()}
     assert "oracle" in scripts  # the reference agent mixes scripts by seed
@@ -53,15 +57,7 @@ def test_reference_agent_audits_are_deterministic_and_resume_skips_finished_runs
 
 def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox, tmp_path):
     reference = tmp_path / "uninterrupted"
-    audit(
-        models=["reference/stochastic"],
-        k=12,
-        task_patterns=[TASK],
-        concurrency=2,
-        results=reference,
-        sandbox=sandbox,
-        show_progress=False,
-    )
+    audit_task(sandbox, reference, k=12)
     crashed = tmp_path / "crashed"
     args = [
         "audit",
@@ -104,15 +100,7 @@ def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox,
 
 def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):
     results = tmp_path / "r"
-    audit(
-        models=["scripted/oracle"],
-        k=1,
-        task_patterns=[TASK],
-        concurrency=1,
-        results=results,
-        sandbox=sandbox,
-        show_progress=False,
-    )
+    audit_task(sandbox, results, k=1, model="scripted/oracle")
     result = agentrel(
         "audit", "--model", "scripted/oracle", "--k", "2", "--tasks", TASK, "--results", str(results)
     )
