@@ -11,6 +11,7 @@ from harness.audit import audit
 from harness.records import ResultsDir
 
 TASK = "itsm-cab-window"
+K_CRASH = 40  # enough runs that a kill after the third record always lands mid-audit
 
 
 def agentrel(*args, env=None, **kw):
@@ -57,14 +58,14 @@ def test_reference_agent_audits_are_deterministic_and_resume_skips_finished_runs
 
 def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox, tmp_path):
     reference = tmp_path / "uninterrupted"
-    audit_task(sandbox, reference, k=12)
+    audit_task(sandbox, reference, k=K_CRASH)
     crashed = tmp_path / "crashed"
     args = [
         "audit",
         "--model",
         "reference/stochastic",
         "--k",
-        "12",
+        str(K_CRASH),
         "--tasks",
         TASK,
         "-j",
@@ -85,7 +86,7 @@ def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox,
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     partial = runs.read_bytes().count(b"\n")
-    assert 3 <= partial < 12, "the kill must land mid-audit"
+    assert 3 <= partial < K_CRASH, "the kill must land mid-audit"
     # A torn tail, as a crash mid-write could leave, must not survive the resume either.
     with open(runs, "ab") as fh:
         fh.write(b'{"run_id": "torn')
@@ -93,7 +94,7 @@ def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox,
     assert rerun.returncode == 0, rerun.stderr
     lines = [json.loads(line) for line in runs.read_text().splitlines()]
     ids = [line["run_id"] for line in lines]
-    assert len(ids) == len(set(ids)) == 12
+    assert len(ids) == len(set(ids)) == K_CRASH
     assert verdicts(crashed) == verdicts(reference)
     assert not [n for n in sandbox.dbs.names("agentrel_run_") if f"_{proc.pid}_" in n]
 
