@@ -84,7 +84,7 @@ class TableState:
         try:
             return sorted(self.rows)
         except TypeError:  # mixed types in a key column (None beside int): order by type tag first
-            return sorted(self.rows, key=_sort_key)
+            return sorted(self.rows, key=key_order)
 
     def content_hash(self) -> str:
         """SHA-256 of the table's rows in key order, one JSON encoding for the whole table (C speed)."""
@@ -173,8 +173,8 @@ class State:
         header = {"format": DELTA_FORMAT, "base": base.digest(), "digest": digest}
         lines = [_canonical(header)]
         for name, (upserts, deletes) in sorted(self.delta(base).items()):
-            lines += [_canonical([name, list(k), list(upserts[k])]) for k in sorted(upserts, key=_sort_key)]
-            lines += [_canonical([name, list(k), None]) for k in sorted(deletes, key=_sort_key)]
+            lines += [_canonical([name, list(k), list(upserts[k])]) for k in sorted(upserts, key=key_order)]
+            lines += [_canonical([name, list(k), None]) for k in sorted(deletes, key=key_order)]
         _write_gz(path, lines)
         return digest
 
@@ -277,11 +277,6 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
-def _sort_key(key: Key) -> tuple[tuple[int, Any], ...]:
-    # Keys may mix None/int/str across rows in principle; order by type tag first so sorting never raises.
-    return tuple((0, "") if v is None else (1, v) if isinstance(v, int | bool) else (2, str(v)) for v in key)
-
-
 def key_order(key: Key) -> tuple[tuple[int, Any], ...]:
     """A total order on keys whatever their value types (None < numbers < text), as dumps are sorted."""
-    return _sort_key(key)
+    return tuple((0, "") if v is None else (1, v) if isinstance(v, int | bool) else (2, str(v)) for v in key)

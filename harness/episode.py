@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from dsl.api import RunFacts, Spec, Verdict, label, load_spec
 from dsl.state import State
@@ -64,7 +63,7 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
         raise UserError(
             f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}"
         )
-    spec = load_spec(Path(task.spec_path))
+    spec = load_spec(task.spec_path)
     tools = {name: all_tools()[name] for name in task.tools}
     return PreparedTask(task, template, before, spec, tools, int(acting))
 

@@ -171,7 +171,7 @@ class Databases:
     def _build(self, name: str, make: Callable[[str], State]) -> Template:
         """Build template `name` once: `make(tmp)` fills a scratch database and returns its state, which
         is then published by renaming, its digest in the database comment. Reused while it exists."""
-        digest = self.comment(name) if self.exists(name) else None
+        digest = self.comment(name)
         if digest:
             return Template(name, digest)
         tmp = self._tmp_name()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -54,16 +55,20 @@ def _query(info: TableInfo) -> sql.Composed:
     return sql.SQL("SELECT {} FROM {}").format(cols, sql.Identifier(info.name))
 
 
+def _read_table(cur: psycopg.Cursor[Any], table: TableState) -> None:
+    """Fill `table` with every row of its database table, keyed by the full primary key."""
+    kp = table.info.key_positions
+    fetched = cur.execute(_query(table.info)).fetchall()
+    if kp == (0,):
+        table.rows.update(((row[0],), row) for row in fetched)
+    else:
+        table.rows.update((tuple(row[i] for i in kp), row) for row in fetched)
+
+
 def _fetch(conninfo: str, infos: list[TableInfo], state: State) -> None:
     with connect_canonical(conninfo) as conn, conn.cursor() as cur:
         for info in infos:
-            rows = state.tables[info.name].rows
-            kp = info.key_positions
-            fetched = cur.execute(_query(info)).fetchall()
-            if kp == (0,):
-                rows.update(((row[0],), row) for row in fetched)
-            else:
-                rows.update((tuple(row[i] for i in kp), row) for row in fetched)
+            _read_table(cur, state.tables[info.name])
 
 
 def dump_run(conninfo: str, base: State) -> State:
@@ -81,9 +86,8 @@ def dump_run(conninfo: str, base: State) -> State:
             if name not in written:
                 state.tables[name] = table
                 continue
-            fresh = state.tables[name] = TableState(table.info)
-            kp = table.info.key_positions
-            fresh.rows.update((tuple(row[i] for i in kp), row) for row in cur.execute(_query(table.info)))
+            state.tables[name] = TableState(table.info)
+            _read_table(cur, state.tables[name])
     return state
 
 
