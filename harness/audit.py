@@ -9,8 +9,8 @@ from typing import Any
 
 from harness.agents import ConfigError, resolve_agent
 from harness.agents.base import DEFAULT_MAX_STEPS
-from harness.cli.errors import ExitCode, UserError
 from harness.episode import prepare
+from harness.errors import EnvironmentFailure, UsageError
 from harness.manifest import build_manifest, write_or_check
 from harness.matrix import CONDITIONS, expand
 from harness.prices import load_prices
@@ -59,12 +59,9 @@ def audit(
     conditions = conditions or ["clean"]
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
-        raise UserError(
-            f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}",
-            ExitCode.USAGE,
-        )
+        raise UsageError(f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}")
     if k < 1 or concurrency < 1:
-        raise UserError("--k and --concurrency must be at least 1", ExitCode.USAGE)
+        raise UsageError("--k and --concurrency must be at least 1")
     sampling = {"temperature": temperature}
     agents = {}
     for name in models:
@@ -74,14 +71,14 @@ def audit(
         try:
             agents[name] = resolve_agent(name, sampling)
         except ConfigError as exc:
-            raise UserError(str(exc), ExitCode.USAGE) from None
+            raise UsageError(str(exc)) from None
     for agent in agents.values():
         preflight = getattr(agent, "preflight", None)
         if preflight is not None:
             try:
                 preflight()
             except ConfigError as exc:
-                raise UserError(str(exc), ExitCode.ENVIRONMENT) from None
+                raise EnvironmentFailure(str(exc)) from None
     prices = load_prices(prices_path)
     tasks = load_suite(patterns=task_patterns)
     prepared = {t.id: prepare(sandbox, t) for t in tasks}

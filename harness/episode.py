@@ -14,7 +14,7 @@ from dsl.api import RunFacts, Spec, Verdict, label, load_spec
 from dsl.state import State
 from harness.agents.base import CallRecord, Episode
 from harness.agents.scripted import replay
-from harness.cli.errors import UserError
+from harness.errors import UserError
 from harness.tasks import Script, Task
 from sandbox.databases import Template
 from sandbox.dump import dump_run

@@ -10,7 +10,7 @@ from typing import Any
 
 import rfc8785
 
-from harness.cli.errors import ExitCode, UserError
+from harness.errors import UsageError, UserError
 from harness.tasks import Task
 
 
@@ -77,10 +77,9 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
         old_hash = protocol_hash(old)
         if old_hash != digest:
             changed = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
-            raise UserError(
+            raise UsageError(
                 f"{path.parent}: protocol hash {old_hash[:12]} differs from this matrix's {digest[:12]} "
-                f"(changed: {', '.join(changed)}); use another --results directory",
-                ExitCode.USAGE,
+                f"(changed: {', '.join(changed)}); use another --results directory"
             )
         return digest
     path.parent.mkdir(parents=True, exist_ok=True)

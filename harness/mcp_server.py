@@ -29,8 +29,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from dsl.api import RunFacts, Verdict
-from harness.cli.errors import ExitCode, UserError
+from harness.cli.errors import ExitCode, exit_code
 from harness.episode import PreparedTask, judge
+from harness.errors import EnvironmentFailure, UserError
 from sandbox.dump import dump_run
 from sandbox.sandbox import Sandbox, SandboxError
 from sandbox.tools import ToolBox, ToolResult
@@ -211,7 +212,7 @@ async def _finish_on_signal(
                 await finish()
             except UserError as exc:
                 log(f"error: {exc}")
-                code = int(exc.code)
+                code = int(exit_code(exc))
             except Exception as exc:
                 log(f"error: {type(exc).__name__}: {exc}")
                 code = int(ExitCode.FAILED)
@@ -266,9 +267,7 @@ def listen(host: str, port: int) -> socket.socket:
         reason = exc.strerror
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
-    raise UserError(
-        f"cannot listen on {host}:{port}: {reason}; choose another --host/--port", ExitCode.ENVIRONMENT
-    )
+    raise EnvironmentFailure(f"cannot listen on {host}:{port}: {reason}; choose another --host/--port")
 
 
 def url_of(sock: socket.socket) -> str:

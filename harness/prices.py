@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.cli.errors import UserError
+from harness.errors import UserError
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.yaml")
 

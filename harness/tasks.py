@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.cli.errors import ExitCode, UserError
+from harness.errors import UsageError, UserError
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS_DIR = REPO / "tasks"
@@ -152,8 +152,6 @@ def load_suite(root: Path = TASKS_DIR, patterns: list[str] | None = None) -> lis
     if patterns:
         chosen = [t for t in tasks if any(fnmatch(t.id, p) for p in patterns)]
         if not chosen:
-            raise UserError(
-                f"no task matches {' '.join(patterns)}; `agentrel tasks list` shows the ids", ExitCode.USAGE
-            )
+            raise UsageError(f"no task matches {' '.join(patterns)}; `agentrel tasks list` shows the ids")
         tasks = chosen
     return tasks

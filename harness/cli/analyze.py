@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.errors import ExitCode, UserError
+from harness.errors import EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
     from analysis.inputs import LoadedInput
@@ -35,7 +35,7 @@ def user_errors() -> Iterator[None]:
     except InputError as exc:
         raise UserError(str(exc)) from None
     except OSError as exc:
-        raise UserError(f"{exc.filename or ''}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None
+        raise EnvironmentFailure(f"{exc.filename or ''}: {exc.strerror or exc}") from None
 
 
 def load(path: Path, allow_mixed: bool) -> LoadedInput:
@@ -176,7 +176,7 @@ def required_k_command(
 ) -> None:
     """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once."""
     if alpha is not None and target is not None:
-        raise UserError("give --alpha or --target, not both", ExitCode.USAGE)
+        raise UsageError("give --alpha or --target, not both")
     # Exact rationals from what the user typed: --target 0.95 means alpha = 1/20, not 0.0500...04.
     miss = (
         Fraction(repr(alpha))
@@ -184,19 +184,17 @@ def required_k_command(
         else 1 - Fraction(repr(target if target is not None else 0.95))
     )
     if not 0 < miss < 1 or not 0.0 < confidence < 1.0:
-        raise UserError(
-            "--alpha, --target and --confidence must lie strictly between 0 and 1", ExitCode.USAGE
-        )
+        raise UsageError("--alpha, --target and --confidence must lie strictly between 0 and 1")
     modes = [p is not None, x is not None or n is not None, from_ is not None]
     if sum(modes) != 1:
-        raise UserError("give exactly one of --p P, --x X --n N, or --from INPUT", ExitCode.USAGE)
+        raise UsageError("give exactly one of --p P, --x X --n N, or --from INPUT")
     if from_ is not None:
         _print_plan(from_, float(1 - miss), confidence, allow_mixed_protocols, damaging_only)
         return
     if p is not None and not 0.0 <= p <= 1.0:
-        raise UserError(f"--p must lie in [0, 1], got {p}", ExitCode.USAGE)
+        raise UsageError(f"--p must lie in [0, 1], got {p}")
     if p is None and (x is None or n is None or x > n):
-        raise UserError("--x and --n go together, with 0 <= x <= n", ExitCode.USAGE)
+        raise UsageError("--x and --n go together, with 0 <= x <= n")
     with user_errors():
         _print_single(p, x, n, miss, conservative, confidence)
 

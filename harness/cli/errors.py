@@ -1,8 +1,16 @@
-"""Named exit codes and the one exception type the CLI turns into a single clear line."""
+"""Named exit codes, and the one place a domain error becomes one.
+
+Domain errors (`harness.errors`, and each package's own) say what kind of problem happened; this module
+alone decides which exit code each kind gets.
+"""
 
 from __future__ import annotations
 
 from enum import IntEnum
+
+from harness.errors import AuthFailure, CheckFailed, EnvironmentFailure, UsageError, UserError
+
+__all__ = ["ExitCode", "UserError", "exit_code"]
 
 
 class ExitCode(IntEnum):
@@ -10,13 +18,15 @@ class ExitCode(IntEnum):
     FAILED = 1  # the command ran and found a problem (a spec error, a proof mismatch)
     USAGE = 2  # bad flags or arguments
     BAD_INPUT = 3  # a file the user gave cannot be used
-    ENVIRONMENT = 4  # a missing binary, an unreachable server, an unusable directory
+    ENVIRONMENT = 4  # a missing binary, an unreachable server, refused credentials, an unusable directory
     INTERRUPTED = 130
 
 
-class UserError(Exception):
-    """An error the user can fix. The message is one line: what is wrong, where, and what to do."""
-
-    def __init__(self, message: str, code: ExitCode = ExitCode.BAD_INPUT) -> None:
-        super().__init__(message)
-        self.code = code
+def exit_code(exc: UserError) -> ExitCode:
+    if isinstance(exc, AuthFailure | EnvironmentFailure):
+        return ExitCode.ENVIRONMENT
+    if isinstance(exc, UsageError):
+        return ExitCode.USAGE
+    if isinstance(exc, CheckFailed):
+        return ExitCode.FAILED
+    return ExitCode.BAD_INPUT

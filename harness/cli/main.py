@@ -8,7 +8,8 @@ import sys
 import typer
 from rich.console import Console
 
-from harness.cli.errors import ExitCode, UserError
+from harness.cli.errors import ExitCode, exit_code
+from harness.errors import UserError
 
 app = typer.Typer(
     name="agentrel",
@@ -36,7 +37,7 @@ def main() -> None:
         app()
     except UserError as exc:
         Console(stderr=True, highlight=False, soft_wrap=True).print(f"agentrel: error: {exc}", markup=False)
-        sys.exit(int(exc.code))
+        sys.exit(int(exit_code(exc)))
     except KeyboardInterrupt:
         Console(stderr=True).print("agentrel: interrupted", markup=False)
         sys.exit(int(ExitCode.INTERRUPTED))

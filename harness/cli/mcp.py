@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from harness.cli.errors import ExitCode, UserError
 from harness.cli.options import Backend, Dsn
 from harness.cli.sandbox import sandbox_errors
+from harness.errors import EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
     from dsl.api import Verdict
@@ -54,9 +54,9 @@ def serve(
 
     chosen = [t for t in load_suite(patterns=[task]) if t.id == task]
     if not chosen:
-        raise UserError(f"--task takes one task id, not a pattern: {task!r}", ExitCode.USAGE)
+        raise UsageError(f"--task takes one task id, not a pattern: {task!r}")
     if verdict_out is not None and (verdict_out.is_dir() or not verdict_out.parent.is_dir()):
-        raise UserError(f"--verdict-out {verdict_out}: not a file in an existing directory", ExitCode.USAGE)
+        raise UsageError(f"--verdict-out {verdict_out}: not a file in an existing directory")
     try:
         import anyio
 
@@ -65,9 +65,8 @@ def serve(
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "anyio"):
             raise
-        raise UserError(
-            f"the MCP server needs the {exc.name!r} package: pip install 'agentrel[mcp]'",
-            ExitCode.ENVIRONMENT,
+        raise EnvironmentFailure(
+            f"the MCP server needs the {exc.name!r} package: pip install 'agentrel[mcp]'"
         ) from None
     from harness.episode import prepare
     from sandbox.sandbox import Sandbox

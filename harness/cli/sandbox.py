@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.errors import ExitCode, UserError
 from harness.cli.options import Backend, Dsn, Scale, Seed
+from harness.errors import EnvironmentFailure, UsageError, UserError
 from sandbox.seed import DEFAULT_SEED
 
 app = typer.Typer(help="Start, inspect, reset and dump the Postgres sandbox.", no_args_is_help=True)
@@ -27,7 +27,7 @@ def sandbox_errors() -> Iterator[None]:
     try:
         yield
     except SandboxError as exc:
-        raise UserError(str(exc), ExitCode.ENVIRONMENT) from None
+        raise EnvironmentFailure(str(exc)) from None
 
 
 def _open(dsn: str | None, backend: str | None, seed: str = DEFAULT_SEED, scale: int = 1):
@@ -85,9 +85,7 @@ def destroy(backend: Backend = None) -> None:
     from sandbox.servers.local import LocalCluster
 
     if (backend or "local") != "local":
-        raise UserError(
-            "destroy deletes the local cluster only; use `down` for the docker backend", ExitCode.USAGE
-        )
+        raise UsageError("destroy deletes the local cluster only; use `down` for the docker backend")
     with sandbox_errors():
         LocalCluster().destroy()
     out.print("sandbox destroyed")
@@ -124,8 +122,7 @@ def dump(
         if not sb.dbs.exists(dbname):
             raise UserError(
                 f"no database named {dbname!r} on the {sb.server.name} server; "
-                "`agentrel sandbox status` lists them",
-                ExitCode.BAD_INPUT,
+                "`agentrel sandbox status` lists them"
             )
         state = dump_database(sb.server.conninfo(dbname))
     try:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from harness.cli.errors import ExitCode, UserError
+from harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
     from dsl.state import TableInfo
@@ -50,9 +50,7 @@ def check(files: Files, schema: SchemaDump = None) -> None:
     for line in problems:
         out.print(line, markup=False)
     if problems:
-        raise UserError(
-            f"{len(problems)} problem(s) in {bad_files} of {len(files)} spec file(s)", ExitCode.FAILED
-        )
+        raise CheckFailed(f"{len(problems)} problem(s) in {bad_files} of {len(files)} spec file(s)")
     out.print(f"{len(files)} spec file(s) ok", markup=False)
 
 
@@ -87,9 +85,9 @@ def label(
     try:
         verdict = label_run(load_spec(spec), overrides, load(before), load(after), facts)
     except ParamError as exc:
-        raise UserError(str(exc), ExitCode.USAGE) from None
+        raise UsageError(str(exc)) from None
     except (DslError, DumpFormatError) as exc:
-        raise UserError(str(exc), ExitCode.BAD_INPUT) from None
+        raise UserError(str(exc)) from None
     typer.echo(verdict.model_dump_json(indent=2))
 
 
@@ -99,7 +97,7 @@ def parse_params(items: list[str]) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise UserError(f"--param {item!r}: expected NAME=VALUE, e.g. --param cap=250.00", ExitCode.USAGE)
+            raise UsageError(f"--param {item!r}: expected NAME=VALUE, e.g. --param cap=250.00")
         params[name.strip()] = value
     return params
 
@@ -112,9 +110,7 @@ def _read_message(path: Path | None) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UserError(
-            f"{path}: cannot read the final message ({exc.strerror})", ExitCode.BAD_INPUT
-        ) from None
+        raise UserError(f"{path}: cannot read the final message ({exc.strerror})") from None
 
 
 def _schema(dump: Path | None) -> dict[str, TableInfo]:
@@ -124,13 +120,12 @@ def _schema(dump: Path | None) -> dict[str, TableInfo]:
         try:
             return dict(load(dump).schema())
         except DumpFormatError as exc:
-            raise UserError(str(exc), ExitCode.BAD_INPUT) from None
+            raise UserError(str(exc)) from None
     try:
         from sandbox.schema import table_infos
     except ImportError as exc:
-        raise UserError(
-            f"the sandbox schema is not available ({exc}); pass --schema DUMP to check against a dump",
-            ExitCode.ENVIRONMENT,
+        raise EnvironmentFailure(
+            f"the sandbox schema is not available ({exc}); pass --schema DUMP to check against a dump"
         ) from None
     return dict(table_infos())
 

@@ -8,9 +8,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.errors import ExitCode, UserError
+from harness.cli.errors import ExitCode
 from harness.cli.options import Backend, Dsn
 from harness.cli.sandbox import sandbox_errors
+from harness.errors import UserError
 
 app = typer.Typer(help="List, show, validate and prove the task suite.", no_args_is_help=True)
 out = Console()

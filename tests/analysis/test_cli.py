@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from harness.cli import analyze as analyze_cli
 from harness.cli import export as export_cli
-from harness.cli.errors import ExitCode, UserError
+from harness.cli.errors import ExitCode, UserError, exit_code
 from tests.analysis.conftest import ROOT, record, write_results
 
 CELL_KEYS = {
@@ -148,7 +148,7 @@ def test_bad_csv_is_one_clear_error(runner, app, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("model,task,run,damaged\nm,t,1,yes\n")
     res = runner.invoke(app, ["analyze", str(bad), "--out", str(tmp_path / "o")])
-    assert isinstance(res.exception, UserError) and res.exception.code == ExitCode.BAD_INPUT
+    assert isinstance(res.exception, UserError) and exit_code(res.exception) == ExitCode.BAD_INPUT
     assert str(res.exception) == f"{bad}:2: column 'damaged': expected true/false/1/0, got 'yes'"
 
 
@@ -219,7 +219,7 @@ def test_required_k_single_values(runner, app):
 )
 def test_required_k_usage_errors(runner, app, args):
     res = runner.invoke(app, ["required-k", *args])
-    assert isinstance(res.exception, UserError) and res.exception.code == ExitCode.USAGE
+    assert isinstance(res.exception, UserError) and exit_code(res.exception) == ExitCode.USAGE
 
 
 def test_required_k_from_input(runner, app, small_csv):

@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.cli.errors import ExitCode, UserError
+from harness.cli.errors import ExitCode, UserError, exit_code
 from harness.cli.spec import register
 from tests.dsl.helpers import base_state, changed, ticket
 
@@ -27,7 +27,7 @@ def invoke(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     register(app)
     result = CliRunner().invoke(app, list(args), input=stdin)
     if isinstance(result.exception, UserError):
-        return int(result.exception.code), result.stdout, f"agentrel: error: {result.exception}"
+        return int(exit_code(result.exception)), result.stdout, f"agentrel: error: {result.exception}"
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, ""
