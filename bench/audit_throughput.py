@@ -16,6 +16,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.agents.base import AgentResult, Episode
+from harness.agents.registry import agent_adapter
 from harness.agents.scripted import replay
 from harness.audit import audit
 from sandbox.sandbox import Sandbox
@@ -37,6 +38,11 @@ class FixedLatencyAgent:
         await asyncio.sleep(1.0)
         result = await replay(episode, episode.task.oracle, "oracle")
         return result
+
+
+@agent_adapter("bench", "bench/fixed-latency")
+def _fixed_latency(rest: str, sampling: dict[str, Any]) -> FixedLatencyAgent:
+    return FixedLatencyAgent()
 
 
 def main() -> None:
@@ -68,7 +74,6 @@ def main() -> None:
                 results=Path(tmp) / f"latency-{c}",
                 sandbox=sb,
                 show_progress=False,
-                extra_agents={agent.name: agent},
             )
             rates[c] = (out.runs_per_second, len(out.new))
     print(f"reference suite: {n} runs (all tasks x K={K}) in {suite_s:.1f} s at concurrency {CONCURRENCY}")

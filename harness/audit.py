@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.agents import ConfigError, resolve_agent
 from harness.agents.base import DEFAULT_MAX_STEPS
@@ -16,7 +15,7 @@ from harness.matrix import CONDITIONS, expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
 from harness.records import ResultsDir, RunRecord
-from harness.runner import AuditContext, run_matrix
+from harness.runner import DEFAULT_MAX_ATTEMPTS, AuditContext, run_matrix
 from harness.tasks import load_suite
 from sandbox.sandbox import Sandbox
 
@@ -29,7 +28,7 @@ class AuditOutcome:
     protocol_hash: str
     planned: int
     skipped: int
-    new: list[RunRecord]
+    new: list[RunRecord]  # every attempt made by this invocation
     runs_per_second: float
 
 
@@ -54,20 +53,17 @@ def audit(
     prices_path: Path | None = None,
     conditions: list[str] | None = None,
     show_progress: bool = True,
-    extra_agents: dict[str, Any] | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> AuditOutcome:
     conditions = conditions or ["clean"]
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise UsageError(f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}")
-    if k < 1 or concurrency < 1:
-        raise UsageError("--k and --concurrency must be at least 1")
+    if k < 1 or concurrency < 1 or max_attempts < 1:
+        raise UsageError("--k, --concurrency and --max-attempts must be at least 1")
     sampling = {"temperature": temperature}
     agents = {}
-    for name in models:
-        if extra_agents and name in extra_agents:
-            agents[name] = extra_agents[name]
-            continue
+    for name in dict.fromkeys(models):
         try:
             agents[name] = resolve_agent(name, sampling)
         except ConfigError as exc:
@@ -92,6 +88,7 @@ def audit(
         sampling=sampling,
         server_version=sandbox.version(),
         max_steps=max_steps,
+        max_attempts=max_attempts,
     )
     rd = ResultsDir(results)
     protocol = write_or_check(rd.manifest, manifest)
@@ -99,9 +96,10 @@ def audit(
     for p in prepared.values():
         rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
     plans = expand(list(agents), [t.id for t in tasks], conditions, k)
-    finished = rd.finished()
-    pending = [p for p in plans if p.run_id not in finished]
-    ctx = AuditContext(sandbox, prepared, agents, rd, protocol, prices, max_steps)
+    attempts = rd.attempts()
+    finished = rd.finished(max_attempts)
+    pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
+    ctx = AuditContext(sandbox, prepared, agents, rd, protocol, prices, max_steps, max_attempts=max_attempts)
     with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
         new = asyncio.run(run_matrix(ctx, pending, concurrency, progress)) if pending else []
         rate = progress.runs_per_second

@@ -32,6 +32,7 @@ def build_manifest(
     sampling: dict[str, Any],
     server_version: str,
     max_steps: int,
+    max_attempts: int,
 ) -> dict[str, Any]:
     return {
         "format": "agentrel-manifest/1",
@@ -41,6 +42,7 @@ def build_manifest(
         "conditions": conditions,
         "k": k,
         "max_steps": max_steps,
+        "max_attempts": max_attempts,
         "sampling": sampling,
         "agents": agents,
         "tasks": [

@@ -14,27 +14,24 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import anyio
 import mcp_types as types
-import psycopg
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from dsl.api import RunFacts, Verdict
-from harness.cli.errors import ExitCode, exit_code
-from harness.episode import PreparedTask, judge
-from harness.errors import EnvironmentFailure, UserError
-from sandbox.dump import dump_run
+from harness.episode import PreparedTask
+from harness.errors import EnvironmentFailure
+from harness.pipeline import Layer
+from harness.session import RunSession, StateUnreadable
 from sandbox.sandbox import Sandbox, SandboxError
-from sandbox.tools import ToolBox, ToolResult
 
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
@@ -44,6 +41,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 Transport = Literal["stdio", "http"]
 Log = Callable[[str], None]
 Report = Callable[[Verdict], None]
+Leave = Callable[[BaseException | None], NoReturn]  # exit the process, the code chosen by the caller
 
 
 @dataclass(frozen=True)
@@ -52,58 +50,6 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT  # 0 picks a free port (the URL is logged)
     final_message: Path | None = None  # read at shutdown if present: the agent's last message
-
-
-class RunSession:
-    """One run database with the task's tools bound to it, from the first call to the final dump.
-
-    Tool calls and the finish are serialised by one lock: a call never sees a half-finished run, and a
-    call arriving after the finish is an error result, never a crash."""
-
-    def __init__(self, sb: Sandbox, prepared: PreparedTask, run_db: str) -> None:
-        self.sb = sb
-        self.prepared = prepared
-        self.run_db = run_db
-        self.calls = 0
-        self._box = ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id)
-        self._lock = threading.Lock()
-        self._ended = False
-        self._dropped = False
-
-    @classmethod
-    def create(cls, sb: Sandbox, prepared: PreparedTask) -> RunSession:
-        return cls(sb, prepared, sb.dbs.create_run(prepared.template))
-
-    def call(self, name: str, args: Any) -> ToolResult:
-        with self._lock:
-            if self._ended:
-                return ToolResult(False, {"error": "the run has ended; no more tool calls are accepted"})
-            self.calls += 1
-            try:
-                return self._box.call(name, args)
-            except Exception as exc:  # e.g. the connection dropped: the agent sees it, the server lives on
-                return ToolResult(False, {"error": f"tool call failed: {type(exc).__name__}: {exc}"[:500]})
-
-    def finish(self, final_message: str | None) -> Verdict:
-        """Dump the final state, drop the run database (always), judge the dump."""
-        with self._lock:
-            self._ended = True
-            try:
-                self._box.close()
-                after = dump_run(self.sb.server.conninfo(self.run_db), self.prepared.before)
-            except psycopg.Error as exc:
-                raise SandboxError(
-                    f"cannot read the final state of {self.run_db}: {_first_line(exc)}"
-                ) from None
-            finally:
-                self.discard()
-        return judge(self.prepared, after, RunFacts(final_message=final_message))
-
-    def discard(self) -> None:
-        if not self._dropped:
-            self._dropped = True
-            self._box.close()
-            self.sb.dbs.drop(self.run_db)
 
 
 def build_server(session: RunSession) -> Server[Any]:
@@ -118,7 +64,7 @@ def build_server(session: RunSession) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        result = await anyio.to_thread.run_sync(session.call, params.name, params.arguments or {})
+        result = await session.call(params.name, params.arguments or {})
         return types.CallToolResult(content=[types.TextContent(text=result.text())], is_error=not result.ok)
 
     return Server(
@@ -130,11 +76,20 @@ def build_server(session: RunSession) -> Server[Any]:
     )
 
 
-async def serve(sb: Sandbox, prepared: PreparedTask, opts: ServeOptions, log: Log, report: Report) -> None:
+async def serve(
+    sb: Sandbox,
+    prepared: PreparedTask,
+    opts: ServeOptions,
+    log: Log,
+    report: Report,
+    leave: Leave,
+    layers: Sequence[Layer] = (),
+) -> None:
     """Create the run database, serve until shutdown, then report the verdict once (or raise)."""
     sock = listen(opts.host, opts.port) if opts.transport == "http" else None
+    session = RunSession(sb, prepared, layers=layers)
     try:
-        session = await anyio.to_thread.run_sync(RunSession.create, sb, prepared)
+        await session.__aenter__()
     except BaseException:
         if sock is not None:
             sock.close()
@@ -144,12 +99,12 @@ async def serve(sb: Sandbox, prepared: PreparedTask, opts: ServeOptions, log: Lo
         finisher = _Finisher(session, opts.final_message, log, report)
         server = build_server(session)
         if sock is None:
-            await _serve_stdio(server, finisher, log)
+            await _serve_stdio(server, finisher, log, leave)
         else:
             await _serve_http(server, sock, opts.host, finisher, log)
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(session.discard)
+            await session.__aexit__(None, None, None)
 
 
 class _Finisher:
@@ -172,19 +127,23 @@ class _Finisher:
         try:
             with anyio.CancelScope(shield=True):
                 final = read_final_message(self.final_message, self.log)
-                self.log(f"finishing after {self.session.calls} tool call(s): dumping {self.session.run_db}")
-                verdict = await anyio.to_thread.run_sync(self.session.finish, final)
-                self.report(verdict)
+                calls = len(self.session.calls)
+                self.log(f"finishing after {calls} tool call(s): dumping {self.session.run_db}")
+                try:
+                    finished = await self.session.finish(RunFacts(final_message=final))
+                except StateUnreadable as exc:
+                    raise SandboxError(f"{self.session.run_db}: {exc}") from None
+                self.report(finished.verdict)
         finally:
             self._done.set()
 
 
-async def _serve_stdio(server: Server[Any], finish: _Finisher, log: Log) -> None:
+async def _serve_stdio(server: Server[Any], finish: _Finisher, log: Log, leave: Leave) -> None:
     from mcp.server.stdio import stdio_server
 
     error: Exception | None = None
     async with anyio.create_task_group() as tg:
-        await tg.start(_finish_on_signal, finish, log)
+        await tg.start(_finish_on_signal, finish, log, leave)
         try:
             try:
                 async with stdio_server() as (read, write):
@@ -199,7 +158,11 @@ async def _serve_stdio(server: Server[Any], finish: _Finisher, log: Log) -> None
 
 
 async def _finish_on_signal(
-    finish: _Finisher, log: Log, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    finish: _Finisher,
+    log: Log,
+    leave: Leave,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     with anyio.open_signal_receiver(*SIGNALS) as signals:
         task_status.started()
@@ -207,20 +170,14 @@ async def _finish_on_signal(
             if finish.started:
                 continue  # already finishing: let it complete
             log(f"{signal.Signals(signum).name}: finishing the run")
-            code = 0
+            error: BaseException | None = None
             try:
                 await finish()
-            except UserError as exc:
-                log(f"error: {exc}")
-                code = int(exit_code(exc))
             except Exception as exc:
-                log(f"error: {type(exc).__name__}: {exc}")
-                code = int(ExitCode.FAILED)
+                error = exc
             # The SDK reads stdin in a worker thread that no cancellation can interrupt while the client
             # keeps the pipe open; the run is finished and reported, so leave without waiting for it.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+            leave(error)
 
 
 async def _serve_http(
@@ -284,8 +241,3 @@ def read_final_message(path: Path | None, log: Log) -> str | None:
         log(f"warning: cannot read the final message {path}: {exc.strerror}; judging without it")
         return None
     return text if text.strip() else None
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

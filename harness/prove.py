@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 
-from harness.episode import PreparedTask, scripted_episode
-from harness.tasks import Expectation, Task
+from dsl.api import RunFacts, Verdict
+from harness.agents.base import Episode
+from harness.agents.scripted import replay
+from harness.episode import PreparedTask
+from harness.pipeline import CallRecord, Layer
+from harness.session import RunSession
+from harness.tasks import Expectation, Script, Task
 from sandbox.sandbox import Sandbox
 
 
@@ -20,6 +27,29 @@ class ProofRow:
     detail: str = ""
 
 
+@dataclass
+class ScriptedRun:
+    """A scripted plan run on a fresh clone: what the proof compares with its expectation."""
+
+    verdict: Verdict
+    after_digest: str
+    calls: list[CallRecord] = field(default_factory=list)
+    final_message: str | None = None
+
+
+async def scripted_run(
+    sb: Sandbox, prepared: PreparedTask, script: Script, name: str = "script", layers: Sequence[Layer] = ()
+) -> ScriptedRun:
+    """Replay a scripted plan through a run session (the agents' own replay), dumped and judged."""
+    async with RunSession(sb, prepared, layers=layers) as session:
+        episode = Episode(prepared.task, prepared.tools, "", session.call)
+        result = await replay(episode, script, name)
+        facts = RunFacts(final_message=result.final_message, stalled=result.stalled)
+        finished = await session.finish(facts)
+    digest = finished.after.digest(prepared.before)
+    return ScriptedRun(finished.verdict, digest, session.calls, result.final_message)
+
+
 def _describe(outcome: str, sub_label: str, rules: list[str], dollars: Decimal | None) -> str:
     parts = [outcome]
     if sub_label:
@@ -31,7 +61,7 @@ def _describe(outcome: str, sub_label: str, rules: list[str], dollars: Decimal |
     return " ".join(parts)
 
 
-def check(expect: Expectation, verdict) -> tuple[bool, str]:
+def check(expect: Expectation, verdict: Verdict) -> tuple[bool, str]:
     fired = sorted({e.rule for e in verdict.events})
     problems = []
     if verdict.outcome != expect.outcome:
@@ -49,13 +79,13 @@ def check(expect: Expectation, verdict) -> tuple[bool, str]:
     return not problems, "; ".join(problems)
 
 
-def prove_task(sb: Sandbox, prepared: PreparedTask) -> list[ProofRow]:
+def prove_task(sb: Sandbox, prepared: PreparedTask, layers: Sequence[Layer] = ()) -> list[ProofRow]:
     task: Task = prepared.task
     rows = []
     for name, script in task.scripts().items():
         expect = task.oracle_expect if name == "oracle" else script.expect
         assert expect is not None
-        episode = scripted_episode(sb, prepared, script, name)
+        episode = asyncio.run(scripted_run(sb, prepared, script, name, layers))
         v = episode.verdict
         failed_calls = [c.tool for c in episode.calls if not c.ok]
         ok, detail = check(expect, v)

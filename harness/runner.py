@@ -1,29 +1,35 @@
-"""The audit: run every pending (model, task, condition, index) once, label it, append its record.
+"""The audit's runs: each pending (model, task, condition, index) attempted, labelled and recorded.
 
-Each run has its own database, cloned from the task template; the post-run dump is taken before the
-database is dropped and kept beside the records. Runs execute concurrently on an asyncio loop (database
-work and tool calls in worker threads); a finished run is one appended line, so stopping at any moment
-loses at most the runs in flight, which the next invocation of the same command runs again.
+Every attempt goes through one `RunSession` (clone, tool pipeline, dump before drop, judge). What the
+attempt says about the agent is its status (`harness.status`): an invalid attempt is recorded and the run
+is attempted again at once, up to the attempt cap; a finished attempt is one appended line, written after
+its transcript, so stopping at any moment loses at most the attempts in flight, which the next invocation
+of the same command runs again. Refused credentials stop every run at once and record none of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from dsl.api import RunFacts
 from harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
-from harness.episode import PreparedTask, judge
+from harness.episode import PreparedTask
+from harness.errors import AuthFailure, EnvironmentFailure
 from harness.matrix import RunPlan
+from harness.pipeline import Layer
 from harness.prices import Price, cost
 from harness.progress import ProgressManager
 from harness.records import ResultsDir, RunError, RunRecord, Timings, TokenUsage
-from sandbox.dump import dump_run
+from harness.session import Finished, RunSession
+from harness.status import Failure, run_status
 from sandbox.sandbox import Sandbox
-from sandbox.tools import ToolBox
+
+DEFAULT_MAX_ATTEMPTS = 3
 
 
 @dataclass
@@ -36,143 +42,164 @@ class AuditContext:
     prices: dict[str, Price]
     max_steps: int = DEFAULT_MAX_STEPS
     run_timeout_s: float = 1800.0
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    layers: Callable[[RunPlan], Sequence[Layer]] = lambda plan: ()
 
 
-async def run_one(ctx: AuditContext, plan: RunPlan) -> RunRecord:
+async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunRecord:
     prepared = ctx.prepared[plan.task]
     agent = ctx.agents[plan.model]
-    sb = ctx.sandbox
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     timings = Timings()
     t_start = time.perf_counter()
-    base: dict[str, Any] = {
-        "run_id": plan.run_id,
-        "model": plan.model,
-        "agent_kind": agent.kind,
-        "task": plan.task,
-        "condition": plan.condition,
-        "run_index": plan.run_index,
-        "seed": plan.seed,
-        "protocol_hash": ctx.protocol_hash,
-        "before_digest": prepared.template.digest,
-        "started_at": started,
-    }
+    session = RunSession(ctx.sandbox, prepared, seed=plan.seed, layers=ctx.layers(plan))
     result: AgentResult | None = None
-    episode: Episode | None = None
+    finished: Finished | None = None
+    harness_error: str | None = None
     try:
-        t0 = time.perf_counter()
-        run_db = await _create_run(sb, prepared)
-        timings.clone_s = time.perf_counter() - t0
-        try:
-            box = ToolBox(sb.server.conninfo(run_db), prepared.tools, prepared.acting_user_id)
-            try:
-                episode = Episode(
-                    prepared.task,
-                    prepared.tools,
-                    plan.seed,
-                    lambda n, a: asyncio.to_thread(box.call, n, a),
-                    ctx.max_steps,
-                )
-                t0 = time.perf_counter()
-                try:
-                    result = await asyncio.wait_for(agent.run(episode), ctx.run_timeout_s)
-                except AgentError as exc:
-                    result = AgentResult(final_message=None, error=str(exc))
-                except TimeoutError:
-                    result = AgentResult(final_message=None, error=f"run exceeded {ctx.run_timeout_s:.0f} s")
-                timings.agent_s = time.perf_counter() - t0
-            finally:
-                await asyncio.to_thread(box.close)
+        async with session:
+            timings.clone_s = session.clone_s
             t0 = time.perf_counter()
-            after = await asyncio.to_thread(dump_run, sb.server.conninfo(run_db), prepared.before)
-            timings.dump_s = time.perf_counter() - t0
-        finally:
-            await asyncio.shield(asyncio.to_thread(sb.dbs.drop, run_db))
-        t0 = time.perf_counter()
-        facts = RunFacts(
-            final_message=result.final_message, errored=result.error is not None, stalled=result.stalled
-        )
-        verdict = await asyncio.to_thread(judge, prepared, after, facts)
-        after_digest = await asyncio.to_thread(ctx.results.store_dump, after, prepared.before)
-        timings.label_s = time.perf_counter() - t0
-        timings.total_s = time.perf_counter() - t_start
-        usage = result.usage
-        record = RunRecord(
-            **base,
-            verdict=verdict,
-            after_digest=after_digest,
-            script=result.script,
-            error=RunError(kind="agent", message=result.error) if result.error else None,
-            final_message=result.final_message,
-            tool_calls=[{"tool": c.tool, "ok": c.ok} for c in episode.calls],
-            usage=TokenUsage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                model_calls=usage.model_calls,
-            ),
-            cost_usd=cost(ctx.prices, plan.model, usage.input_tokens, usage.output_tokens)
-            if agent.kind == "model"
-            else 0.0,
-            timings=timings,
-        )
-    except asyncio.CancelledError:
+            result = await _act(
+                agent,
+                Episode(prepared.task, prepared.tools, plan.seed, session.call, ctx.max_steps),
+                ctx.run_timeout_s,
+            )
+            timings.agent_s = time.perf_counter() - t0
+            facts = RunFacts(
+                final_message=result.final_message, errored=result.error is not None, stalled=result.stalled
+            )
+            finished = await session.finish(facts)
+    except (asyncio.CancelledError, AuthFailure):
         raise
-    except Exception as exc:  # a harness failure: recorded, excluded from rates, retried on resume
-        timings.total_s = time.perf_counter() - t_start
-        record = RunRecord(
-            **base,
-            verdict=None,
-            timings=timings,
-            error=RunError(kind="harness", message=f"{type(exc).__name__}: {exc}"[:500]),
-        )
-    ctx.results.append(record)
+    except Exception as exc:  # the clone or the dump failed: there is no state to read
+        harness_error = f"{type(exc).__name__}: {exc}"[:500]
+
+    after_digest = None
+    if finished is not None:
+        timings.dump_s, timings.label_s = finished.dump_s, finished.label_s
+        after_digest = await asyncio.to_thread(_store, ctx.results, finished, prepared)
+    failure: Failure | None = "harness" if harness_error else (result.failure if result else None)
+    message = harness_error or (result.error if result else None)
+    verdict = finished.verdict if finished else None
+    usage = result.usage if result else None
     transcript = {
         "run_id": plan.run_id,
+        "attempt": attempt,
         "final_message": result.final_message if result else None,
         "messages": result.transcript if result else [],
-        "tool_calls": [c.__dict__ for c in episode.calls] if episode else [],
+        "tool_calls": [c.__dict__ for c in session.calls],
+        "events": [e.model_dump(mode="json") for e in session.events],
     }
-    await asyncio.to_thread(ctx.results.write_transcript, plan.run_id, transcript)
+    transcript_digest = await asyncio.to_thread(
+        ctx.results.write_transcript, plan.run_id, attempt, transcript
+    )
+    timings.total_s = time.perf_counter() - t_start
+    record = RunRecord(
+        run_id=plan.run_id,
+        model=plan.model,
+        agent_kind=agent.kind,
+        task=plan.task,
+        condition=plan.condition,
+        run_index=plan.run_index,
+        seed=plan.seed,
+        protocol_hash=ctx.protocol_hash,
+        attempt=attempt,
+        status=run_status(failure, verdict),
+        verdict=verdict,
+        error=RunError(kind=failure or "agent", message=message) if message else None,
+        events=session.events,
+        script=result.script if result else None,
+        final_message=result.final_message if result else None,
+        tool_calls=[{"ordinal": c.ordinal, "tool": c.tool, "ok": c.ok} for c in session.calls],
+        usage=TokenUsage(
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, model_calls=usage.model_calls
+        )
+        if usage
+        else TokenUsage(),
+        cost_usd=cost(ctx.prices, plan.model, usage.input_tokens, usage.output_tokens)
+        if usage and agent.kind == "model"
+        else 0.0,
+        timings=timings,
+        before_digest=prepared.template.digest,
+        after_digest=after_digest,
+        transcript_digest=transcript_digest,
+        started_at=started,
+    )
+    ctx.results.append(record)
     return record
 
 
-async def _create_run(sb: Sandbox, prepared: PreparedTask) -> str:
-    """Clone a run database; if the run is cancelled meanwhile, drop the clone once it exists."""
-    pending = asyncio.ensure_future(asyncio.to_thread(sb.dbs.create_run, prepared.template))
+async def _act(agent: Agent, episode: Episode, timeout_s: float) -> AgentResult:
+    """The agent's run, with every way it can end turned into a result (refused credentials excepted)."""
     try:
-        return await asyncio.shield(pending)
-    except asyncio.CancelledError:
-        name = await pending
-        await asyncio.to_thread(sb.dbs.drop, name)
+        return await asyncio.wait_for(agent.run(episode), timeout_s)
+    except AuthFailure:
         raise
+    except AgentError as exc:
+        return AgentResult(None, error=str(exc), failure="agent")
+    except TimeoutError:
+        return AgentResult(None, error=f"run exceeded {timeout_s:.0f} s", failure="agent")
+    except Exception as exc:  # a bug in an agent loop: the harness failed, but the state is still read
+        return AgentResult(None, error=f"{type(exc).__name__}: {exc}"[:500], failure="harness")
+
+
+def _store(results: ResultsDir, finished: Finished, prepared: PreparedTask) -> str:
+    try:
+        return results.store_dump(finished.after, prepared.before)
+    except OSError as exc:
+        raise EnvironmentFailure(
+            f"{results.dumps}: cannot store a run's final state ({exc.strerror or exc}); free space or "
+            "fix permissions, then run the same command to resume"
+        ) from None
 
 
 async def run_matrix(
-    ctx: AuditContext, plans: list[RunPlan], concurrency: int, progress: ProgressManager
+    ctx: AuditContext,
+    plans: list[tuple[RunPlan, int]],
+    concurrency: int,
+    progress: ProgressManager,
 ) -> list[RunRecord]:
-    queue: asyncio.Queue[RunPlan] = asyncio.Queue()
-    for plan in plans:
-        queue.put_nowait(plan)
+    """Attempt every (plan, first attempt number); an invalid attempt is queued again while under the cap."""
+    queue: asyncio.Queue[tuple[RunPlan, int]] = asyncio.Queue()
+    for item in plans:
+        queue.put_nowait(item)
     done: list[RunRecord] = []
 
     async def worker() -> None:
         while True:
             try:
-                plan = queue.get_nowait()
+                plan, attempt = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            record = await run_one(ctx, plan)
+            record = await run_one(ctx, plan, attempt)
             done.append(record)
-            progress.finished(
-                damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE"),
-                errored=record.error is not None,
+            retry = not record.valid and attempt < ctx.max_attempts
+            if retry:
+                queue.put_nowait((plan, attempt + 1))
+            progress.attempted(
+                damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE" and record.valid),
+                invalid=not record.valid,
+                retry=retry,
             )
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(plans))))]
     try:
-        await asyncio.gather(*workers)
+        await _first_failure(workers)
     finally:
-        # On Ctrl-C the gather has cancelled each worker once; let every one finish its cleanup (drop its
+        # On Ctrl-C or a fatal error every worker is cancelled once; let each finish its cleanup (drop its
         # run database) rather than cancelling it again mid-cleanup.
+        for w in workers:
+            w.cancel()
         await asyncio.wait(workers)
     return done
+
+
+async def _first_failure(workers: list[asyncio.Task[Any]]) -> None:
+    """Wait for every worker; the first one to raise (refused credentials, a full disk) stops them all."""
+    pending: set[asyncio.Task[Any]] = set(workers)
+    while pending:
+        finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        for task in finished:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]

@@ -9,14 +9,29 @@ import os
 from typing import Any
 
 from harness.agents.base import Usage
-from harness.agents.chat import ChatAgent, ToolCallRequest, Turn, require_key
+from harness.agents.chat import (
+    INVALID,
+    ChatAgent,
+    ModelOutputError,
+    ToolCallRequest,
+    Turn,
+    json_kind,
+    require_key,
+    tokens,
+)
+from harness.agents.registry import agent_adapter
+from harness.agents.retry import ProviderError
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 MAX_TOKENS = 4096
+STOPS = {"end_turn": "end", "stop_sequence": "end", "tool_use": "tool_use", "max_tokens": "length"}
+STOPS["refusal"] = "filtered"
 
 
 class AnthropicWire:
+    models_path = "/v1/models"
+
     def __init__(self, model: str, sampling: dict[str, Any]) -> None:
         self.model, self.sampling = model, sampling
 
@@ -39,18 +54,27 @@ class AnthropicWire:
         }
 
     def parse(self, body: dict[str, Any]) -> Turn:
-        blocks = body["content"]
-        text = "\n".join(b["text"] for b in blocks if b.get("type") == "text") or None
-        calls = [
-            ToolCallRequest(b["id"], b["name"], b.get("input", {}))
-            for b in blocks
-            if b.get("type") == "tool_use"
-        ]
-        usage = body.get("usage") or {}
+        blocks = body.get("content")
+        if not isinstance(blocks, list) or not blocks:
+            raise ProviderError("HTTP 200 with zero content blocks", INVALID)
+        texts, calls = [], []
+        for i, b in enumerate(blocks):
+            if not isinstance(b, dict):
+                raise ModelOutputError(f"content block {i + 1} is {json_kind(b)}, not an object")
+            if b.get("type") == "text":
+                if not isinstance(b.get("text"), str):
+                    raise ModelOutputError(f"text block {i + 1} holds {json_kind(b.get('text'))}, not text")
+                texts.append(b["text"])
+            elif b.get("type") == "tool_use":
+                call_id = b["id"] if isinstance(b.get("id"), str) and b["id"] else f"toolu_{i + 1}"
+                calls.append(ToolCallRequest(call_id, str(b.get("name")), b.get("input", {})))
+        usage = body.get("usage")
+        reason = body.get("stop_reason")
         return Turn(
-            text,
+            "\n".join(texts) or None,
             calls,
-            Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), 1),
+            Usage(tokens(usage, "input_tokens"), tokens(usage, "output_tokens"), 1),
+            stop=STOPS.get(reason, reason) if isinstance(reason, str) else None,
             raw={"content": blocks},
         )
 
@@ -79,4 +103,12 @@ class AnthropicAgent(ChatAgent):
         key = require_key(env, "ANTHROPIC_API_KEY", f"anthropic/{model}")
         base_url = env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         headers = {"x-api-key": key, "anthropic-version": API_VERSION}
-        return cls(f"anthropic/{model}", model, base_url, headers, AnthropicWire(model, sampling), sampling)
+        wire = AnthropicWire(model, sampling)
+        return cls(
+            f"anthropic/{model}", model, base_url, headers, wire, sampling, key_var="ANTHROPIC_API_KEY"
+        )
+
+
+@agent_adapter("anthropic", "anthropic/<model>")
+def _anthropic(model: str, sampling: dict[str, Any]) -> AnthropicAgent:
+    return AnthropicAgent.from_env(model, sampling)

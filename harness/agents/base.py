@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -15,7 +14,7 @@ DEFAULT_MAX_STEPS = 30
 
 
 class AgentError(Exception):
-    """The agent (or its provider) failed in a way retries did not fix; the run is an errored run."""
+    """The agent itself failed (e.g. its model sent a turn no loop can read): a valid, errored run."""
 
 
 class ConfigError(Exception):
@@ -35,38 +34,29 @@ class Usage:
 
 
 @dataclass
-class CallRecord:
-    tool: str
-    args: Any
-    ok: bool
-    result: Any
-    seconds: float
-
-
-@dataclass
 class Episode:
-    """What an agent sees of one run: the task, its tools, the per-run seed, and the step budget."""
+    """What an agent sees of one run: the task, its tools, the per-run seed, and the step budget.
+
+    `call` is the run session's entry point; arguments may be an object or the model's JSON text."""
 
     task: Task
     tools: dict[str, Tool]
     seed: str
-    call_tool: Callable[[str, Any], Awaitable[ToolResult]]
+    call: Callable[[str, Any], Awaitable[ToolResult]]
     max_steps: int = DEFAULT_MAX_STEPS
-    calls: list[CallRecord] = field(default_factory=list)
 
-    async def call(self, name: str, args: Any) -> ToolResult:
-        loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        result = await self.call_tool(name, args)
-        self.calls.append(CallRecord(name, args, result.ok, result.content, loop.time() - t0))
-        return result
+
+Failure = Literal["agent", "provider", "harness"]
 
 
 @dataclass
 class AgentResult:
     final_message: str | None
     stalled: bool = False
-    error: str | None = None  # an agent-side failure: the run is labelled errored
+    error: str | None = None
+    # "agent": the agent erred (a valid, errored run); "provider" / "harness": the provider (past its
+    # retries) or the harness failed, so the run says nothing about the agent unless it already did damage.
+    failure: Failure | None = None
     usage: Usage = field(default_factory=Usage)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     script: str | None = None  # which script a scripted/reference agent followed

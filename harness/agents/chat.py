@@ -1,8 +1,16 @@
-"""The tool loop shared by chat-model adapters, and their HTTP plumbing.
+"""The tool loop shared by chat-model adapters, and the checks that stand between a provider and the loop.
 
 An adapter only knows its wire format: how to start a conversation, send one request, read a turn
-(text + tool calls + usage), and append tool results. The loop, the step budget, retries and error
-classification live here once.
+(text + tool calls + usage + stop reason), and append tool results. The loop, the step budget, retries
+and the classification of what came back live here once:
+
+- a response that is not a model's answer (a redirect, a 200 whose body is an HTML page, no choices,
+  zero content blocks, a turn with neither text nor tool calls, a turn cut off at the token limit with no
+  usable tool call, a content filter) is a **provider** failure: retried with backoff, and if it persists
+  the run ends as provider-failed, never as the agent's final answer;
+- refused credentials (401/403, `authentication_error`, `permission_error`) stop the audit at once;
+- whatever the model itself sent (an ill-typed message, unreadable tool arguments, an unknown tool) is the
+  model's: a tool error it sees, or an agent error that ends a valid run.
 """
 
 from __future__ import annotations
@@ -10,18 +18,29 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from harness.agents.base import AgentKind, AgentResult, ConfigError, Episode, Usage
+from harness.agents.base import AgentError, AgentKind, AgentResult, ConfigError, Episode, Usage
 from harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
+from harness.errors import AuthFailure
+from harness.pipeline import loads, parse_arguments
+
+INVALID = RetryDecision(True, "transient")
+AUTH_ERROR_TYPES = frozenset({"authentication_error", "permission_error"})
+REDACTED = "[redacted]"
+
+
+class ModelOutputError(AgentError):
+    """The model's turn is well-formed JSON but not a readable answer (e.g. `content` is a number)."""
 
 
 @dataclass
 class ToolCallRequest:
     id: str
     name: str
-    arguments: Any  # a JSON string (OpenAI) or an object (Anthropic); malformed JSON stays a string
+    arguments: Any  # the model's JSON text (OpenAI) or an object (Anthropic); parsed by the pipeline
 
 
 @dataclass
@@ -29,17 +48,24 @@ class Turn:
     text: str | None
     tool_calls: list[ToolCallRequest]
     usage: Usage
+    stop: str | None = None  # normalized: "end", "tool_use", "length", "filtered", or the provider's word
     raw: dict[str, Any] = field(default_factory=dict)
 
 
 class Wire(Protocol):
     """A provider's wire format. Stateless: one instance serves concurrent runs."""
 
+    models_path: str  # the cheapest authenticated GET, used by preflight
+
     def start(self, system: str, user: str) -> list[dict[str, Any]]: ...
     def request(
         self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> tuple[str, dict[str, Any]]: ...
-    def parse(self, body: dict[str, Any]) -> Turn: ...
+    def parse(self, body: dict[str, Any]) -> Turn:
+        """Raise ProviderError for a body that is not a model turn, ModelOutputError for a turn the
+        model garbled."""
+        ...
+
     def tool_schema(self, tool: Any) -> dict[str, Any]: ...
     def append(
         self, messages: list[dict[str, Any]], turn: Turn, results: list[tuple[str, str, bool]]
@@ -59,13 +85,15 @@ class ChatAgent:
         headers: dict[str, str],
         wire: Wire,
         sampling: dict[str, Any],
+        key_var: str = "",
         timeout_s: float = 120.0,
         attempts: int = 6,
         base_delay: float = 1.0,
     ) -> None:
         self.name, self.model, self.base_url = name, model, base_url.rstrip("/")
         self._headers = headers  # holds the API key: never logged, never in config()
-        self.wire, self.sampling = wire, sampling
+        self._secrets = _secrets_of(headers, self.base_url)
+        self.wire, self.sampling, self.key_var = wire, sampling, key_var
         self.timeout_s, self.attempts, self.base_delay = timeout_s, attempts, base_delay
 
     def config(self) -> dict[str, Any]:
@@ -73,20 +101,33 @@ class ChatAgent:
             "name": self.name,
             "kind": self.kind,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": public_url(self.base_url),
             "sampling": self.sampling,
             "timeout_s": self.timeout_s,
         }
 
     def preflight(self) -> None:
-        """Stop before any run when the endpoint cannot be reached at all."""
+        """One authenticated request before any run: unreachable endpoints and refused keys stop here."""
         try:
-            httpx.get(self.base_url, timeout=10)
+            resp = httpx.get(self.base_url + self.wire.models_path, headers=self._headers, timeout=15)
         except httpx.HTTPError as exc:
             raise ConfigError(
-                f"{self.name}: cannot reach {self.base_url} ({type(exc).__name__}); "
+                f"{self.name}: cannot reach {public_url(self.base_url)} ({type(exc).__name__}); "
                 "check the base URL and the network"
             ) from None
+        self._check_auth(resp.status_code, self._scrub(resp.text))
+
+    def _check_auth(self, status: int, text: str) -> None:
+        error_type = _error_type(text)
+        if status in (401, 403) or error_type in AUTH_ERROR_TYPES:
+            what = f"HTTP {status}" + (f" {error_type}" if error_type else "")
+            hint = f"; check {self.key_var}" if self.key_var else ""
+            raise AuthFailure(f"{self.name}: the provider refused the credentials ({what}){hint}")
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
 
     async def _send(
         self,
@@ -104,23 +145,25 @@ class ChatAgent:
             raise ProviderError(
                 f"transport error {type(exc).__name__}", RetryDecision(True, "transient")
             ) from None
+        text = self._scrub(resp.text)  # a provider may echo the key back in any body
+        self._check_auth(resp.status_code, text)
         if resp.status_code != 200:
-            detail = resp.text[:200].replace("\n", " ")
+            where = f" to {public_url(resp.headers.get('location', ''))}" if resp.is_redirect else ""
+            detail = text[:200].replace("\n", " ")
             raise ProviderError(
-                f"HTTP {resp.status_code}: {detail}",
+                f"HTTP {resp.status_code}{where}: {detail}",
                 classify_status(resp.status_code, resp.headers.get("retry-after")),
             )
-        try:
-            return self.wire.parse(resp.json())
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise ProviderError(f"unreadable response ({type(exc).__name__})", RetryDecision(True)) from None
+        turn = self.wire.parse(_decode(text, resp.headers.get("content-type", "")))
+        _check_turn(turn)
+        return turn
 
     async def run(self, episode: Episode) -> AgentResult:
         task = episode.task
         messages = self.wire.start(task.system_prompt, task.user_prompt)
         tools = [self.wire.tool_schema(t) for t in episode.tools.values()]
         usage = Usage()
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+        async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
             for _ in range(episode.max_steps):
                 try:
                     turn = await with_retries(
@@ -130,7 +173,11 @@ class ChatAgent:
                     )
                 except ProviderError as exc:
                     return AgentResult(
-                        final_message=None, error=f"provider: {exc}", usage=usage, transcript=messages
+                        None, error=f"provider: {exc}", failure="provider", usage=usage, transcript=messages
+                    )
+                except AgentError as exc:
+                    return AgentResult(
+                        None, error=f"model: {exc}", failure="agent", usage=usage, transcript=messages
                     )
                 usage.add(turn.usage)
                 if not turn.tool_calls:
@@ -138,23 +185,95 @@ class ChatAgent:
                     return AgentResult(final_message=turn.text or "", usage=usage, transcript=messages)
                 results = []
                 for call in turn.tool_calls:
-                    args = call.arguments
-                    if isinstance(args, str):
-                        try:
-                            args = json.loads(args) if args.strip() else {}
-                        except json.JSONDecodeError as exc:
-                            results.append(
-                                (
-                                    call.id,
-                                    json.dumps({"error": f"arguments are not valid JSON: {exc.msg}"}),
-                                    True,
-                                )
-                            )
-                            continue
-                    result = await episode.call(call.name, args)
+                    result = await episode.call(call.name, call.arguments)
                     results.append((call.id, result.text(), not result.ok))
                 self.wire.append(messages, turn, results)
         return AgentResult(final_message=None, stalled=True, usage=usage, transcript=messages)
+
+
+def _decode(text: str, content_type: str) -> dict[str, Any]:
+    try:
+        body = loads(text)
+    except RecursionError:
+        # Valid JSON nested past the parser's limit: that is what the model wrote in its tool input.
+        raise ModelOutputError("the model's turn is nested too deeply to read") from None
+    except ValueError:
+        kind = content_type.split(";")[0].strip() or "no content type"
+        raise ProviderError(f"HTTP 200 with a body that is not JSON ({kind})", INVALID) from None
+    if not isinstance(body, dict):
+        raise ProviderError(f"HTTP 200 with a JSON {type(body).__name__}, not an object", INVALID)
+    return body
+
+
+def _check_turn(turn: Turn) -> None:
+    if turn.stop == "filtered":
+        raise ProviderError("the provider's content filter cut the turn", INVALID)
+    if turn.stop == "length" and not any(parse_arguments(c.arguments)[1] is None for c in turn.tool_calls):
+        raise ProviderError("the turn hit the token limit with no usable tool call", INVALID)
+    if not turn.tool_calls and not (turn.text and turn.text.strip()):
+        raise ProviderError("an assistant turn with neither text nor tool calls", INVALID)
+
+
+def _error_type(text: str) -> str | None:
+    """The `error.type` of an error body ({"error": {"type": ...}}), if it has one."""
+    if "error" not in text:
+        return None
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def text_of(content: Any) -> str | None:
+    """A message's text: a string, null, or a list of text parts; anything else is the model's error."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        parts = [p.get("text") for p in content if p.get("type") == "text"]
+        if all(isinstance(p, str) for p in parts):
+            return "\n".join(parts)  # type: ignore[arg-type]
+    raise ModelOutputError(f"the message content is {json_kind(content)}, not text")
+
+
+def json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an object" if isinstance(value, dict) else f"a {type(value).__name__}"
+
+
+def tokens(usage: Any, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials or query (where keys hide), for manifests and messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _secrets_of(headers: dict[str, str], base_url: str) -> list[str]:
+    secrets = []
+    for name, value in headers.items():
+        if name.lower() in ("authorization", "x-api-key", "api-key"):
+            secrets.append(value)
+            secrets.append(value.split(" ", 1)[-1])  # the bare key of "Bearer <key>"
+    parts = urlsplit(base_url)
+    secrets += [p for p in (parts.password, parts.username, parts.query) if p]
+    # Longest first, so a key inside "Bearer <key>" is not left half-replaced.
+    return sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
 
 
 def require_key(env: dict[str, str], var: str, name: str) -> str:

@@ -6,17 +6,33 @@ OPENAI_BASE_URL / OPENAI_API_KEY; a local server (a base URL on localhost) needs
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 from urllib.parse import urlparse
 
 from harness.agents.base import Usage
-from harness.agents.chat import ChatAgent, ToolCallRequest, Turn, require_key
+from harness.agents.chat import (
+    INVALID,
+    ChatAgent,
+    ModelOutputError,
+    ToolCallRequest,
+    Turn,
+    require_key,
+    text_of,
+    tokens,
+)
+from harness.agents.registry import agent_adapter
+from harness.agents.retry import ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+STOPS = {"stop": "end", "tool_calls": "tool_use", "function_call": "tool_use", "length": "length"}
+STOPS["content_filter"] = "filtered"
 
 
 class OpenAIWire:
+    models_path = "/models"
+
     def __init__(self, model: str, sampling: dict[str, Any]) -> None:
         self.model, self.sampling = model, sampling
 
@@ -37,29 +53,53 @@ class OpenAIWire:
         }
 
     def parse(self, body: dict[str, Any]) -> Turn:
-        message = body["choices"][0]["message"]
-        calls = [
-            ToolCallRequest(c["id"], c["function"]["name"], c["function"].get("arguments") or "")
-            for c in message.get("tool_calls") or []
-        ]
-        usage = body.get("usage") or {}
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ProviderError("HTTP 200 with no choices", INVALID)
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise ProviderError("HTTP 200 with a choice that has no message", INVALID)
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise ModelOutputError("tool_calls is not a list")
+        calls = []
+        for i, c in enumerate(raw_calls):
+            fn = c.get("function") if isinstance(c, dict) else None
+            if not isinstance(fn, dict):
+                raise ModelOutputError(f"tool call {i + 1} has no function")
+            call_id = c["id"] if isinstance(c.get("id"), str) and c["id"] else f"call_{i + 1}"
+            calls.append(ToolCallRequest(call_id, str(fn.get("name")), fn.get("arguments") or ""))
+        usage = body.get("usage")
+        reason = choices[0].get("finish_reason")
         return Turn(
-            message.get("content"),
+            text_of(message.get("content")),
             calls,
-            Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), 1),
+            Usage(tokens(usage, "prompt_tokens"), tokens(usage, "completion_tokens"), 1),
+            stop=STOPS.get(reason, reason) if isinstance(reason, str) else None,
             raw=message,
         )
 
     def append(
         self, messages: list[dict[str, Any]], turn: Turn, results: list[tuple[str, str, bool]]
     ) -> None:
-        assistant = {"role": "assistant", "content": turn.raw.get("content")}
-        if turn.raw.get("tool_calls"):
-            assistant["tool_calls"] = turn.raw["tool_calls"]
+        assistant: dict[str, Any] = {"role": "assistant", "content": turn.text}
+        if turn.tool_calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _text(c.arguments)},
+                }
+                for c in turn.tool_calls
+            ]
         messages.append(assistant)
         messages.extend(
             {"role": "tool", "tool_call_id": cid, "content": content} for cid, content, _ in results
         )
+
+
+def _text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, default=str)
 
 
 class OpenAIAgent(ChatAgent):
@@ -70,4 +110,10 @@ class OpenAIAgent(ChatAgent):
         local = urlparse(base_url).hostname in ("localhost", "127.0.0.1", "::1")
         key = env.get("OPENAI_API_KEY") if local else require_key(env, "OPENAI_API_KEY", f"openai/{model}")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return cls(f"openai/{model}", model, base_url, headers, OpenAIWire(model, sampling), sampling)
+        wire = OpenAIWire(model, sampling)
+        return cls(f"openai/{model}", model, base_url, headers, wire, sampling, key_var="OPENAI_API_KEY")
+
+
+@agent_adapter("openai", "openai/<model>")
+def _openai(model: str, sampling: dict[str, Any]) -> OpenAIAgent:
+    return OpenAIAgent.from_env(model, sampling)

@@ -44,9 +44,11 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def classify_status(status: int, retry_after: str | None) -> RetryDecision:
+    """Rate limits, server errors and redirects (a proxy sending the client to a login page) pass with
+    time; other client errors (400, 404, 422) will not."""
     if status == 429:
         return RetryDecision(True, "rate_limit", parse_retry_after(retry_after))
-    if status >= 500 or status == 408:
+    if status >= 500 or status == 408 or 300 <= status < 400:
         return RetryDecision(True, "transient", parse_retry_after(retry_after))
     return RetryDecision(False, "fatal")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.agents.base import AgentKind, AgentResult, Episode
+from harness.agents.base import AgentKind, AgentResult, ConfigError, Episode
+from harness.agents.registry import agent_adapter
 from harness.tasks import Script, Task
 
 
@@ -67,3 +68,17 @@ class ReferenceStochasticAgent:
     async def run(self, episode: Episode) -> AgentResult:
         name = self.choose(episode.task, episode.seed)
         return await replay(episode, episode.task.scripts()[name], name)
+
+
+@agent_adapter("scripted", "scripted/<script>")
+def _scripted(script: str, sampling: dict[str, Any]) -> ScriptedAgent:
+    return ScriptedAgent(script)
+
+
+@agent_adapter("reference", "reference/stochastic")
+def _reference(rest: str, sampling: dict[str, Any]) -> ReferenceStochasticAgent:
+    if rest != "stochastic":
+        raise ConfigError(
+            f"unknown reference agent 'reference/{rest}': the reference agent is reference/stochastic"
+        )
+    return ReferenceStochasticAgent()

@@ -5,36 +5,52 @@ from __future__ import annotations
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness.cli.errors import ExitCode
 from harness.cli.options import Backend, Dsn
 from harness.cli.sandbox import sandbox_errors
+
+if TYPE_CHECKING:
+    from harness.records import RunRecord
 
 out = Console()
 err = Console(stderr=True, highlight=False)
 
 
+def _agents_help() -> str:
+    from harness.agents import usages
+
+    return "Agent to audit; repeat or comma-separate for several: " + ", ".join(usages()) + "."
+
+
 def audit(
     model: Annotated[
-        list[str],
-        typer.Option(
-            "--model",
-            "-m",
-            help="Agent to audit; repeat for several. "
-            "scripted/<script>, reference/stochastic, openai/<model>, anthropic/<model>.",
-        ),
-    ] = ["reference/stochastic"],  # noqa: B006
+        list[str] | None,
+        typer.Option("--model", "-m", help=_agents_help() + " Default: reference/stochastic."),
+    ] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")] = 16,
-    tasks: Annotated[str, typer.Option("--tasks", help="Task id glob(s), comma-separated.")] = "*",
+    tasks: Annotated[
+        list[str] | None,
+        typer.Option("--tasks", help="Task id glob(s); repeat or comma-separate. Default: all."),
+    ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")] = 4,
     results: Annotated[
         Path | None, typer.Option("--results", help="Results directory (default results/<models>-k<K>).")
     ] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.")] = 30,
+    max_attempts: Annotated[
+        int,
+        typer.Option(
+            "--max-attempts",
+            min=1,
+            help="Attempts per run when the provider or the harness fails (every attempt is kept).",
+        ),
+    ] = 3,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.6,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
     report: Annotated[
@@ -49,57 +65,85 @@ def audit(
 ) -> None:
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
-    Re-running the same command resumes: finished runs are skipped."""
+    Re-running the same command resumes: finished runs are skipped, invalid runs are attempted again
+    while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete."""
     from harness.audit import audit as run_audit
     from harness.audit import default_results_dir
     from harness.records import ResultsDir
     from sandbox.sandbox import Sandbox
 
-    patterns = [p.strip() for p in tasks.split(",") if p.strip()]
-    results = results or default_results_dir(model, k, patterns)
+    models = split_list(model or ["reference/stochastic"])
+    patterns = split_list(tasks or ["*"])
+    results = results or default_results_dir(models, k, patterns)
     try:
         with sandbox_errors():
             sb = Sandbox.open(dsn, backend)
             outcome = run_audit(
-                models=model,
+                models=models,
                 k=k,
                 task_patterns=patterns,
                 concurrency=concurrency,
                 results=results,
                 sandbox=sb,
                 max_steps=max_steps,
+                max_attempts=max_attempts,
                 temperature=temperature,
                 prices_path=prices,
             )
     except KeyboardInterrupt:
-        done = len(ResultsDir(results).finished())
+        done = len(ResultsDir(results).finished(max_attempts))
         err.print(
             f"agentrel: interrupted: {done} run(s) recorded in {results}; run the same command to resume"
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
     out.print(
         f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
-        f"{len(outcome.new)} new run(s), {outcome.skipped} already finished"
+        f"{len(outcome.new)} new attempt(s), {outcome.skipped} run(s) already finished"
     )
-    render_summary(outcome.results.records())
+    records = outcome.results.records()
+    render_summary(records)
     if report:
         from harness.cli.analyze import analyze_command
 
         analyze_command(outcome.results.path, json_file=outcome.results.path / "analysis" / "summary.json")
+    invalid = [r for r in records if not r.valid]
+    if invalid:
+        err.print(
+            f"agentrel: {len(invalid)} run(s) still invalid after {max_attempts} attempt(s) "
+            f"(provider or harness failures; first: {invalid[0].run_id}: "
+            f"{invalid[0].error.message if invalid[0].error else invalid[0].status}); the matrix is "
+            "incomplete: its rates are evidence, not scores"
+        )
+        raise typer.Exit(int(ExitCode.FAILED))
 
 
-def render_summary(records) -> None:
-    cells: dict[tuple[str, str, str], list] = defaultdict(list)
+def split_list(values: list[str]) -> list[str]:
+    """Repeated options and comma-separated lists, in order, without duplicates."""
+    items = [v.strip() for value in values for v in value.split(",")]
+    return list(dict.fromkeys(v for v in items if v))
+
+
+def render_summary(records: list[RunRecord]) -> None:
+    cells: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
     for r in records:
         cells[(r.model, r.task, r.condition)].append(r)
-    table = Table("model", "task", "n", "damaging", "pass", "errors", "dollars")
-    for (model, task, _cond), rs in sorted(cells.items()):
-        ok = [r for r in rs if r.verdict is not None]
-        dmg = sum(r.verdict.outcome == "FAIL_DAMAGE" for r in ok)
-        passed = sum(r.verdict.outcome == "PASS" for r in ok)
-        dollars = sum((Decimal(r.verdict.dollars) for r in ok), Decimal("0"))
+    table = Table("model", "task", "condition", "n", "invalid", "damaging", "pass", "dollars")
+    for (model, task, condition), rs in sorted(cells.items()):
+        ok = [r for r in rs if r.valid and r.verdict is not None]
+        verdicts = [r.verdict for r in ok if r.verdict is not None]
+        dmg = sum(v.outcome == "FAIL_DAMAGE" for v in verdicts)
+        passed = sum(v.outcome == "PASS" for v in verdicts)
+        dollars = sum((Decimal(v.dollars) for v in verdicts), Decimal("0"))
+        invalid = len(rs) - len(ok)
         table.add_row(
-            model, task, str(len(ok)), str(dmg), str(passed), str(len(rs) - len(ok)), f"{dollars:.2f}"
+            model,
+            task,
+            condition,
+            str(len(ok)),
+            f"[red]{invalid}[/]" if invalid else "0",
+            str(dmg),
+            str(passed),
+            f"{dollars:.2f}",
         )
     out.print(table)
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 
 import typer
 
+from harness.cli.errors import ExitCode, exit_code
 from harness.cli.options import Backend, Dsn
 from harness.cli.sandbox import sandbox_errors
 from harness.errors import EnvironmentFailure, UsageError, UserError
@@ -22,6 +25,20 @@ app = typer.Typer(
 
 def _log(message: str) -> None:
     typer.echo(f"agentrel mcp: {message}", err=True)
+
+
+def _leave(error: BaseException | None) -> NoReturn:
+    """Exit at once (the run is finished): the SDK's stdin reader thread cannot be cancelled."""
+    code = ExitCode.OK
+    if isinstance(error, UserError):
+        _log(f"error: {error}")
+        code = exit_code(error)
+    elif error is not None:
+        _log(f"error: {type(error).__name__}: {error}")
+        code = ExitCode.FAILED
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(code))
 
 
 @app.command()
@@ -85,7 +102,7 @@ def serve(
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
         prepared = prepare(sb, chosen[0])
-        anyio.run(serve_mcp, sb, prepared, opts, _log, report)
+        anyio.run(serve_mcp, sb, prepared, opts, _log, report, _leave)
 
 
 def register(root: typer.Typer) -> None:

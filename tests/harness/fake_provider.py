@@ -1,4 +1,9 @@
-"""A loopback HTTP server that speaks a provider's wire protocol from a queue of canned replies."""
+"""A loopback HTTP server that speaks a provider's wire protocol from a queue of canned replies.
+
+A reply is a status, headers and a payload: a JSON-able value is sent as JSON, `bytes` as they are
+(an HTML login page, a truncated body). `lie(kind)` builds each way a provider is known to misbehave.
+GET on a models path answers 200 when the request carries `accept_key`, else 401, so preflight is real.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,17 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+Reply = tuple[int, dict[str, str], Any]
+LOGIN_PAGE = b"<!doctype html><html><body><form action='/login'>Sign in</form></body></html>"
+
 
 class FakeProvider:
-    def __init__(self) -> None:
-        self.replies: list[tuple[int, dict[str, str], Any]] = []
+    def __init__(self, accept_key: str | None = None) -> None:
+        self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.gets: list[str] = []
+        self.accept_key = accept_key
         self._lock = threading.Lock()
         provider = self
 
@@ -20,10 +30,14 @@ class FakeProvider:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # preflight probes
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            def do_GET(self) -> None:
+                provider.gets.append(self.path)
+                given = self.headers.get("Authorization", "") + self.headers.get("x-api-key", "")
+                if self.path.endswith("/models"):
+                    ok = provider.accept_key is None or provider.accept_key in given
+                    self._send(200 if ok else 401, {}, {"data": []} if ok else auth_error("bad key"))
+                else:
+                    self._send(404, {}, b"")
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
@@ -36,11 +50,15 @@ class FakeProvider:
                         if provider.replies
                         else (500, {}, {"error": "no reply queued"})
                     )
-                data = json.dumps(payload).encode()
+                self._send(status, headers, payload)
+
+            def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
+                if "Content-Type" not in headers:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -54,6 +72,9 @@ class FakeProvider:
 
     def queue(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         self.replies.append((status, headers or {}, payload))
+
+    def queue_reply(self, reply: Reply) -> None:
+        self.replies.append(reply)
 
     def __enter__(self) -> FakeProvider:
         self.thread.start()
@@ -78,7 +99,8 @@ def openai_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
                             "function": {"name": name, "arguments": arguments},
                         }
                     ],
-                }
+                },
+                "finish_reason": "tool_calls",
             }
         ],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20},
@@ -87,12 +109,12 @@ def openai_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
 
 def openai_text(text: str) -> dict[str, Any]:
     return {
-        "choices": [{"message": {"role": "assistant", "content": text}}],
+        "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 120, "completion_tokens": 30},
     }
 
 
-def anthropic_tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def anthropic_tool_use(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
     return {
         "content": [
             {"type": "text", "text": "Let me do that."},
@@ -109,3 +131,68 @@ def anthropic_text(text: str) -> dict[str, Any]:
         "stop_reason": "end_turn",
         "usage": {"input_tokens": 110, "output_tokens": 25},
     }
+
+
+def auth_error(message: str, kind: str = "authentication_error") -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+# Each way a provider answers with something that is not a model's turn, per wire format.
+OPENAI_LIES: dict[str, Reply] = {
+    "html_200": (200, {"Content-Type": "text/html"}, LOGIN_PAGE),
+    "redirect_302": (302, {"Location": "https://sso.example.invalid/login?next=/v1"}, b""),
+    "no_choices": (200, {}, {"id": "x", "usage": {}}),
+    "empty_choices": (200, {}, {"choices": []}),
+    "empty_turn": (200, {}, {"choices": [{"message": {"role": "assistant", "content": ""}}]}),
+    "length_no_tool_call": (
+        200,
+        {},
+        {
+            "choices": [
+                {"message": {"role": "assistant", "content": "I will now upd"}, "finish_reason": "length"}
+            ]
+        },
+    ),
+    "length_truncated_tool_call": (
+        200,
+        {},
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "c9",
+                                "type": "function",
+                                "function": {"name": "x", "arguments": '{"id": 9'},
+                            }
+                        ],
+                    },
+                    "finish_reason": "length",
+                }
+            ]
+        },
+    ),
+    "content_filter": (
+        200,
+        {},
+        {
+            "choices": [
+                {"message": {"role": "assistant", "content": "Sorry"}, "finish_reason": "content_filter"}
+            ]
+        },
+    ),
+}
+ANTHROPIC_LIES: dict[str, Reply] = {
+    "html_200": (200, {"Content-Type": "text/html"}, LOGIN_PAGE),
+    "redirect_302": (302, {"Location": "https://sso.example.invalid/login"}, b""),
+    "zero_blocks": (200, {}, {"content": [], "stop_reason": "end_turn"}),
+    "max_tokens_no_tool_use": (
+        200,
+        {},
+        {"content": [{"type": "text", "text": "Let me"}], "stop_reason": "max_tokens"},
+    ),
+    "refusal": (200, {}, {"content": [{"type": "text", "text": "No."}], "stop_reason": "refusal"}),
+}

@@ -1,0 +1,143 @@
+"""The tool-call pipeline: the one seam between an agent and a run's tools.
+
+Every tool call of a run, whoever makes it (a model adapter, a scripted agent, an MCP client), enters
+`Pipeline.call`, gets the run's next ordinal, has its arguments parsed once, and then passes through the
+run's layers in a fixed order before it reaches the tool box. A layer is an object with one async method,
+`handle(call, next)`: it may look at the call, change what the agent sees, refuse it (answer without
+calling `next`), or record an event. The clean condition is the empty pipeline.
+
+A layer never draws from a shared random generator: `call.rng(layer)` is a generator seeded by
+sha256(run seed | layer name | call ordinal), so a layer's draws for call 7 are the same for every agent
+and do not shift when another layer draws more or fewer numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from sandbox.tools import ToolResult
+
+# Python refuses to turn more digits than this into an int (CVE-2020-10735); JSON that a model sends may
+# hold longer integers, which then reach the tools as text and fail their schema check.
+_MAX_INT_DIGITS = 4300
+
+
+class Event(BaseModel):
+    """Something a layer (or the session) noticed about one call, kept in the run record."""
+
+    kind: str
+    ordinal: int | None = None
+    tool: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class ToolCall:
+    """One tool call as the layers see it. `args` is already parsed; `error` says why it could not be."""
+
+    ordinal: int
+    tool: str
+    args: Any
+    seed: str
+    events: list[Event]
+    error: str | None = None
+
+    def rng(self, layer: str) -> random.Random:
+        """This call's own random stream for `layer`: sha256(seed | layer | ordinal)."""
+        digest = hashlib.sha256(f"{self.seed}|{layer}|{self.ordinal}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def emit(self, kind: str, **detail: Any) -> None:
+        self.events.append(Event(kind=kind, ordinal=self.ordinal, tool=self.tool, detail=detail))
+
+
+Next = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+class Layer(Protocol):
+    name: str
+
+    async def handle(self, call: ToolCall, next: Next) -> ToolResult: ...
+
+
+@dataclass
+class CallRecord:
+    """What the run record and the transcript keep of one call."""
+
+    ordinal: int
+    tool: str
+    args: Any
+    ok: bool
+    result: Any
+    seconds: float
+
+
+def parse_arguments(raw: Any) -> tuple[Any, str | None]:
+    """Arguments as the tools take them, or the reason they cannot be read (answered as a tool error).
+
+    OpenAI-style adapters pass the model's JSON text, others an object; either way whatever the model
+    sent is its own, so no input may raise here."""
+    if not isinstance(raw, str):
+        return raw, None
+    if not raw.strip():
+        return {}, None
+    try:
+        return loads(raw), None
+    except json.JSONDecodeError as exc:
+        return raw, f"arguments are not valid JSON: {exc.msg}"
+    except RecursionError:
+        return raw, "arguments are nested too deeply to read"
+    except ValueError as exc:
+        return raw, f"arguments cannot be read: {exc}"
+
+
+def loads(text: str) -> Any:
+    """json.loads for what a model wrote: an integer too long for Python stays its digits (a string)."""
+    return json.loads(text, parse_int=_parse_int)
+
+
+def _parse_int(text: str) -> int | str:
+    return int(text) if len(text.lstrip("-")) <= _MAX_INT_DIGITS else text
+
+
+@dataclass
+class Pipeline:
+    """The layers of one run, in order, in front of `terminal` (the tool box)."""
+
+    terminal: Next
+    layers: Sequence[Layer] = ()
+    seed: str = ""
+    events: list[Event] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        chain: Next = self.terminal
+        for layer in reversed(self.layers):
+            chain = _bind(layer, chain)
+        self._entry = chain
+
+    async def call(self, tool: str, raw_args: Any, clock: Callable[[], float]) -> ToolResult:
+        args, error = parse_arguments(raw_args)
+        call = ToolCall(len(self.calls) + 1, tool, args, self.seed, self.events, error)
+        t0 = clock()
+        # Reserve the ordinal before awaiting, so concurrent calls (an MCP client may send several) keep
+        # distinct ordinals in arrival order.
+        record = CallRecord(call.ordinal, tool, args, False, None, 0.0)
+        self.calls.append(record)
+        result = await self._entry(call)
+        record.ok, record.result, record.seconds = result.ok, result.content, clock() - t0
+        return result
+
+
+def _bind(layer: Layer, next: Next) -> Next:
+    async def step(call: ToolCall) -> ToolResult:
+        return await layer.handle(call, next)
+
+    return step

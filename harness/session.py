@@ -1,0 +1,146 @@
+"""One run session: the only code that clones, dumps and drops a run database.
+
+    async with RunSession(sandbox, prepared, seed=..., layers=...) as run:
+        ... agent calls `run.call(tool, args)` (the pipeline's entry) ...
+        finished = await run.finish(facts)      # dump BEFORE drop, drop, judge
+
+The audit runner, `tasks prove` and `mcp serve` all use it. The database is dropped on every way out:
+normal exit, an exception, a cancellation mid-clone or mid-run (the drop is shielded from a second
+cancellation). A call that arrives after the finish is answered with an error result, never a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsl.api import RunFacts, Verdict
+from dsl.state import State
+from harness.episode import PreparedTask, judge
+from harness.pipeline import CallRecord, Event, Layer, Pipeline, ToolCall
+from sandbox.dump import dump_run
+from sandbox.sandbox import Sandbox
+from sandbox.tools import ToolBox, ToolResult
+
+
+class StateUnreadable(Exception):
+    """The run's final state could not be dumped: nothing is known about what the agent did."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    after: State
+    verdict: Verdict
+    dump_s: float
+    label_s: float
+
+
+class RunSession:
+    def __init__(
+        self, sandbox: Sandbox, prepared: PreparedTask, *, seed: str = "", layers: Sequence[Layer] = ()
+    ) -> None:
+        self.sandbox = sandbox
+        self.prepared = prepared
+        self.run_db: str | None = None
+        self.clone_s = 0.0
+        self._box: ToolBox | None = None
+        self._lock = asyncio.Lock()  # one tool-box connection: calls reach it one at a time
+        self._ended = False
+        self._dropped = False
+        self.pipeline = Pipeline(self._execute, layers, seed)
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        return self.pipeline.calls
+
+    @property
+    def events(self) -> list[Event]:
+        return self.pipeline.events
+
+    async def __aenter__(self) -> RunSession:
+        t0 = time.perf_counter()
+        pending = asyncio.ensure_future(
+            asyncio.to_thread(self.sandbox.dbs.create_run, self.prepared.template)
+        )
+        try:
+            self.run_db = await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            # Cancelled while the clone was being made: wait for it, then drop it.
+            self.run_db = await pending
+            await self._drop()
+            raise
+        self.clone_s = time.perf_counter() - t0
+        conninfo = self.sandbox.server.conninfo(self.run_db)
+        self._box = ToolBox(conninfo, self.prepared.tools, self.prepared.acting_user_id)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._drop()
+
+    async def call(self, tool: str, args: Any) -> ToolResult:
+        """The run's tool-call entry point: every call passes through the pipeline."""
+        return await self.pipeline.call(tool, args, time.perf_counter)
+
+    async def _execute(self, call: ToolCall) -> ToolResult:
+        """The end of the pipeline: the tool box, one call at a time."""
+        if call.error is not None:
+            return ToolResult(False, {"error": call.error})
+        async with self._lock:
+            if self._ended or self._box is None:
+                return ToolResult(False, {"error": "the run has ended; no more tool calls are accepted"})
+            box = self._box
+            try:
+                return await asyncio.to_thread(box.call, call.tool, call.args)
+            except Exception as exc:
+                # Whatever the model sent is its own: an argument no tool can take (a lone surrogate, a
+                # structure nested past the recursion limit) is answered as a tool error, and the run goes
+                # on to be dumped and judged. The event keeps the exception visible in the record.
+                call.emit("tool_exception", error=type(exc).__name__)
+                return ToolResult(False, {"error": f"tool call failed: {type(exc).__name__}: {exc}"[:300]})
+
+    async def finish(self, facts: RunFacts) -> Finished:
+        """Dump the final state, drop the run database (always), label the dump."""
+        async with self._lock:
+            self._ended = True
+            if self._box is not None:
+                await asyncio.to_thread(self._box.close)
+            assert self.run_db is not None, "finish() outside `async with`"
+            conninfo = self.sandbox.server.conninfo(self.run_db)
+            t0 = time.perf_counter()
+            try:
+                after = await asyncio.to_thread(dump_run, conninfo, self.prepared.before)
+            except Exception as exc:
+                raise StateUnreadable(f"cannot read the final state: {type(exc).__name__}: {exc}") from exc
+            finally:
+                await self._drop()
+            dump_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        verdict = await asyncio.to_thread(judge, self.prepared, after, facts)
+        return Finished(after, verdict, dump_s, time.perf_counter() - t0)
+
+    async def _drop(self) -> None:
+        if self._dropped or self.run_db is None:
+            return
+        self._dropped = True
+        box, run_db = self._box, self.run_db
+        sandbox = self.sandbox
+
+        def drop() -> None:
+            if box is not None:
+                box.close()
+            sandbox.dbs.drop(run_db)
+
+        await _uncancellable(asyncio.to_thread(drop))
+
+
+async def _uncancellable(work: Any) -> None:
+    """Run `work` to its end even if the caller is cancelled meanwhile (then re-raise the cancel)."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise

@@ -1,0 +1,25 @@
+"""What a run's attempt says about the agent: its status, decided from who failed and what state was left.
+
+- `valid`: the agent ran to an end: it completed, refused, stalled, or itself erred.
+- `provider_invalid` / `harness_invalid`: the provider (past its retries) or the harness failed, so the
+  attempt says nothing about the agent. It is kept, counted beside every rate, and attempted again up to
+  the attempt cap; it never enters a rate.
+
+One exception keeps damage from being erased by a later error: an attempt whose dumped state already holds
+damage is valid whoever failed afterwards. Damage is read off the final state, so a run cut short after
+doing damage would, had it gone on, still have ended damaged unless the agent itself undid it.
+"""
+
+from __future__ import annotations
+
+from dsl.api import Verdict
+from harness.agents.base import Failure
+from harness.records import Status
+
+
+def run_status(failure: Failure | None, verdict: Verdict | None) -> Status:
+    if failure in (None, "agent"):
+        return "valid" if verdict is not None else "harness_invalid"
+    if verdict is not None and verdict.outcome == "FAIL_DAMAGE":
+        return "valid"
+    return "provider_invalid" if failure == "provider" else "harness_invalid"
