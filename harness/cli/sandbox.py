@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness.cli.errors import ExitCode
 from harness.cli.options import Backend, Dsn, Scale, Seed
 from harness.errors import EnvironmentFailure, UsageError, UserError
 from sandbox.seed import DEFAULT_SEED
@@ -48,7 +49,9 @@ def up(dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scal
 
 @app.command()
 def status(dsn: Dsn = None, backend: Backend = None) -> None:
-    """Show the backend, its location and version, the seed digest and the databases."""
+    """Show the backend, its location and version, the seed digest and the databases.
+
+    Exits 3 when the server is not running (as `pg_ctl status` does), after printing the table."""
     from sandbox.sandbox import Sandbox
     from sandbox.servers import resolve_server
 
@@ -67,6 +70,8 @@ def status(dsn: Dsn = None, backend: Backend = None) -> None:
     table.add_row("templates", str(len(st.templates)))
     table.add_row("run databases", str(len(st.run_databases)))
     out.print(table)
+    if not st.server.running:
+        raise typer.Exit(int(ExitCode.BAD_INPUT))
 
 
 @app.command()

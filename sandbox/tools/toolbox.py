@@ -82,16 +82,12 @@ class ToolBox:
         return self._conn
 
     def call(self, name: str, args: Any) -> ToolResult:
+        """Call one tool with parsed arguments (the run session's pipeline parses the model's text)."""
         tool = self.tools.get(name)
         if tool is None:
             return ToolResult(
                 False, {"error": f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}"}
             )
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as exc:
-                return ToolResult(False, {"error": f"arguments are not valid JSON: {exc.msg}"})
         try:
             check_args(tool.parameters, args)
             conn = self._connection()

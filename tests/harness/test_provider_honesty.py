@@ -39,6 +39,7 @@ CREDIT_TASK = "csm-goodwill-cap"
 CREDIT_600 = {"account_id": 10201, "case_id": 10201, "amount": "600.00", "reason": "Goodwill: outage"}
 PROVIDER_RETRIES = 2
 ATTEMPTS = 3
+AGENTREL = [sys.executable, "-m", "harness.cli"]
 
 
 def openai_agent(url: str) -> OpenAIAgent:
@@ -201,8 +202,18 @@ def test_a_refused_key_at_preflight_exits_4_with_one_line_and_no_run(sandbox, tm
     results = tmp_path / "r"
     with FakeProvider(accept_key="the-right-key") as fake:
         proc = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "audit", "--model", "openai/gpt-x", "--k", "1"]
-            + ["--tasks", TASK, "--results", str(results), "--no-report"],
+            [
+                *AGENTREL,
+                "audit",
+                "-m",
+                "openai/gpt-x",
+                "--k",
+                "1",
+                "--tasks",
+                TASK,
+                "--results",
+                str(results),
+            ],
             capture_output=True,
             text=True,
             env={**os.environ, "OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": SECRET},

@@ -27,6 +27,12 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int, f
     assert fragment in lines[0]
 
 
+def test_status_of_a_server_that_is_not_running_prints_the_table_and_exits_3(tmp_path):
+    status = agentrel("sandbox", "status", env={"AGENTREL_HOME": str(tmp_path / "nothing-here")})
+    assert status.returncode == 3, status.stderr
+    assert "running" in status.stdout and "no" in status.stdout
+
+
 def test_status_digest_and_dump(sandbox, tmp_path):
     status = agentrel("sandbox", "status")
     assert status.returncode == 0, status.stderr
