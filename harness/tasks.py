@@ -18,9 +18,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import UsageError, UserError
+from harness.suite_paths import ENV, suite_root, tasks_dir
 
-REPO = Path(__file__).resolve().parents[1]
-TASKS_DIR = REPO / "tasks"
 Lever = Literal[
     "entity_confusability",
     "filter_width",
@@ -109,7 +108,7 @@ class Task(Strict):
 
     @cached_property
     def spec_path(self) -> Path:
-        return REPO / self.spec
+        return suite_root() / self.spec
 
     def fixture_digest(self) -> str:
         return hashlib.sha256(self.fixture_sql.encode()).hexdigest()
@@ -140,11 +139,15 @@ def load_task(path: Path) -> Task:
     return task
 
 
-def task_files(root: Path = TASKS_DIR) -> list[Path]:
-    return sorted(p for p in root.glob("*/*.yaml"))
+def task_files(root: Path | None = None) -> list[Path]:
+    root = root or tasks_dir()
+    if not root.is_dir():
+        # Without this a wrong AGENTREL_SUITE_DIR reads as an empty suite.
+        raise UserError(f"{root}: no such tasks folder (set {ENV} to a folder holding tasks/)")
+    return sorted(root.glob("*/*.yaml"))
 
 
-def load_suite(root: Path = TASKS_DIR, patterns: list[str] | None = None) -> list[Task]:
+def load_suite(root: Path | None = None, patterns: list[str] | None = None) -> list[Task]:
     """All tasks under `root`, optionally filtered by id glob patterns; unknown ids are an error."""
     from fnmatch import fnmatch
 

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-
 
 @pytest.fixture(scope="session")
 def agentrel_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

@@ -1,5 +1,6 @@
 """The audit end to end: determinism, resume after kill -9, protocol guard, one-line config errors."""
 
+import hashlib
 import json
 import os
 import signal
@@ -97,6 +98,33 @@ def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox,
     assert len(ids) == len(set(ids)) == K_CRASH
     assert verdicts(crashed) == verdicts(reference)
     assert not [n for n in sandbox.dbs.names("agentrel_run_") if f"_{proc.pid}_" in n]
+    # Each transcript is written before its record: every record's transcript is there, byte for byte.
+    for record in ResultsDir(crashed).records():
+        data = (crashed / "transcripts" / f"{record.run_id}.json").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == record.transcript_digest
+
+
+def test_tasks_and_models_repeat_and_take_comma_lists(sandbox, tmp_path):
+    results = tmp_path / "r"
+    r = agentrel(
+        "audit",
+        "-m",
+        "scripted/oracle",
+        "-m",
+        "scripted/noop,scripted/oracle",
+        "--k",
+        "1",
+        "--tasks",
+        TASK,
+        "--tasks",
+        "csm-goodwill-cap,itsm-cab-window",
+        "--results",
+        str(results),
+        "--no-report",
+    )
+    assert r.returncode == 0, r.stderr
+    cells = {(rec.model, rec.task) for rec in ResultsDir(results).records()}
+    assert cells == {(m, t) for m in ("scripted/oracle", "scripted/noop") for t in (TASK, "csm-goodwill-cap")}
 
 
 def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):

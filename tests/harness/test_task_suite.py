@@ -14,9 +14,10 @@ from harness.tasks import load_suite
 SUITE = load_suite()
 
 
-def test_the_suite_has_twenty_tasks_ten_per_vertical_with_the_required_spread():
-    assert len(SUITE) == 20
-    assert Counter(t.vertical for t in SUITE) == {"itsm": 10, "csm": 10}
+def test_the_suite_has_at_least_ten_tasks_per_vertical_with_the_required_spread():
+    # A floor, not a count: adding a task must not break the suite; test_prove proves each one.
+    per_vertical = Counter(t.vertical for t in SUITE)
+    assert per_vertical["itsm"] >= 10 and per_vertical["csm"] >= 10, per_vertical
     assert sum(t.priced for t in SUITE) >= 5
     assert {"substrate", "governance"} <= {t.irreversibility for t in SUITE}
     assert len({t.lever for t in SUITE}) == 6
@@ -53,7 +54,7 @@ def test_validate_and_list_cli(sandbox):
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "20 task(s) valid" in result.stdout
+    assert f"{len(SUITE)} task(s) valid" in result.stdout
     listed = subprocess.run(
         [sys.executable, "-m", "harness.cli", "tasks", "list"],
         capture_output=True,

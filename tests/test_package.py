@@ -1,0 +1,105 @@
+"""The wheel works with no checkout: built, installed into a fresh venv elsewhere, run from elsewhere.
+
+Installing every dependency from PyPI into the fresh venv would take minutes, so the venv gets the wheel
+alone and borrows the third-party packages of the running venv through a folder of links. That folder
+leaves out agentrel's own files: an editable install there (a .pth naming the checkout) would otherwise
+let the checkout stand in for the wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from importlib.metadata import distribution
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("harness", "sandbox", "dsl", "analysis")
+
+
+def run(
+    args: list[str | Path], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+    assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def borrowed_site_packages(into: Path) -> Path:
+    """Links to every entry of this venv's site-packages except agentrel's own and the .pth hooks."""
+    dist = distribution("agentrel")
+    own = {Path(str(f)).parts[0] for f in dist.files or []}
+    into.mkdir()
+    for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        for entry in Path(site).iterdir():
+            if entry.name in own or entry.suffix == ".pth" or (into / entry.name).exists():
+                continue
+            (into / entry.name).symlink_to(entry)
+    return into
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("package")
+    pip = [sys.executable, "-m", "pip"]
+    # No build isolation: the backend comes from the dev extra, so the build needs no network.
+    run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", base / "dist", REPO])
+    venv = base / "venv"
+    python = venv / "bin" / "python"
+    run([sys.executable, "-m", "venv", "--without-pip", venv])
+    run([*pip, "--python", python, "install", "-q", "--no-deps", *(base / "dist").glob("agentrel-*.whl")])
+    site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    (Path(site) / "borrowed_deps.pth").write_text(f"{borrowed_site_packages(base / 'deps')}\n")
+    return venv
+
+
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("elsewhere")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, venv: Path) -> Iterator[dict[str, str]]:
+    # Only the installed venv decides what is imported and where the suite is read from.
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREL_", "PYTHON", "VIRTUAL_ENV"))}
+    env = {**clean, "AGENTREL_HOME": str(tmp_path_factory.mktemp("home")), "COLUMNS": "200"}
+    yield env
+    # The audit started a cluster of its own under AGENTREL_HOME; stop it and delete its files.
+    run([venv / "bin" / "agentrel", "sandbox", "destroy"], env=env)
+
+
+def test_the_installed_code_is_the_wheel_not_the_checkout(venv: Path, env: dict[str, str], elsewhere: Path):
+    probe = (
+        "import json, importlib, importlib.metadata as m, harness.suite_paths as s\n"
+        f"where = {{p: importlib.import_module(p).__file__ for p in {PACKAGES!r}}}\n"
+        "where.update(suite=str(s.suite_root()), dist=str(m.distribution('agentrel').locate_file('')))\n"
+        "print(json.dumps(where))"
+    )
+    where = json.loads(run([venv / "bin" / "python", "-c", probe], env=env, cwd=elsewhere).stdout)
+    for path in where.values():
+        assert Path(path).resolve().is_relative_to(venv.resolve()), path
+    assert (Path(where["harness"]).parent / "prices.yaml").is_file()
+    assert (Path(where["dsl"]).parent / "agentrel.lark").is_file()
+
+
+def test_tasks_list_shows_the_whole_suite(venv: Path, env: dict[str, str], elsewhere: Path):
+    out = run([venv / "bin" / "agentrel", "tasks", "list"], env=env, cwd=elsewhere).stdout
+    listed = {cells[1].strip() for line in out.splitlines() if len(cells := line.split("│")) > 2}
+    listed.discard("")
+    expected = {p.stem for p in (REPO / "tasks").glob("*/*.yaml")}
+    assert len(expected) == 20
+    assert listed == expected
+
+
+def test_audit_records_a_run(venv: Path, env: dict[str, str], elsewhere: Path):
+    results = elsewhere / "results"
+    args = ["audit", "--model", "reference/stochastic", "--k", "1", "--tasks", "itsm-cab-window"]
+    run([venv / "bin" / "agentrel", *args, "--results", results, "--no-report"], env=env, cwd=elsewhere)
+    runs = [json.loads(line) for line in (results / "runs.jsonl").read_text().splitlines()]
+    assert [(r["task"], r["error"]) for r in runs] == [("itsm-cab-window", None)]
