@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class AuditOutcome:
     skipped: int
     new: list[RunRecord]  # every attempt made by this invocation
     runs_per_second: float
+    lost: dict[str, str]  # run id -> why its recorded evidence was unusable (it ran again)
 
 
 def default_results_dir(models: list[str], k: int, task_patterns: list[str] | None) -> Path:
@@ -54,6 +56,7 @@ def audit(
     conditions: list[str] | None = None,
     show_progress: bool = True,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    say: Callable[[str], None] = lambda message: None,
 ) -> AuditOutcome:
     conditions = conditions or ["clean"]
     unknown = [c for c in conditions if c not in CONDITIONS]
@@ -91,16 +94,25 @@ def audit(
         max_attempts=max_attempts,
     )
     rd = ResultsDir(results)
-    protocol = write_or_check(rd.manifest, manifest)
-    rd.open()
-    for p in prepared.values():
-        rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
-    plans = expand(list(agents), [t.id for t in tasks], conditions, k)
-    attempts = rd.attempts()
-    finished = rd.finished(max_attempts)
-    pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
-    ctx = AuditContext(sandbox, prepared, agents, rd, protocol, prices, max_steps, max_attempts=max_attempts)
-    with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
-        new = asyncio.run(run_matrix(ctx, pending, concurrency, progress)) if pending else []
-        rate = progress.runs_per_second
-    return AuditOutcome(rd, protocol, len(plans), len(plans) - len(pending), new, rate)
+    rd.open()  # the writer's lock and a write probe, before anything is spent
+    try:
+        protocol = write_or_check(rd.manifest, manifest)
+        for p in prepared.values():
+            rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
+        plans = expand(list(agents), [t.id for t in tasks], conditions, k)
+        lost = rd.lost_evidence()
+        if lost:
+            first, why = next(iter(lost.items()))
+            say(f"{len(lost)} recorded run(s) lost their evidence and run again (first: {first}: {why})")
+        attempts = rd.attempts()
+        finished = rd.finished(max_attempts) - lost.keys()
+        pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
+        ctx = AuditContext(
+            sandbox, prepared, agents, rd, protocol, prices, max_steps, max_attempts=max_attempts
+        )
+        with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
+            new = asyncio.run(run_matrix(ctx, pending, concurrency, progress)) if pending else []
+            rate = progress.runs_per_second
+    finally:
+        rd.close()
+    return AuditOutcome(rd, protocol, len(plans), len(plans) - len(pending), new, rate, lost)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsl.api import RunFacts, Spec, Verdict, label, load_spec
+from dsl.api import DslError, RunFacts, Spec, Verdict, check_spec, label, load_spec
+from dsl.params import resolve_params
 from dsl.state import State
 from harness.errors import UserError
 from harness.tasks import Task
 from sandbox.databases import Template
 from sandbox.sandbox import Sandbox
+from sandbox.schema import table_infos
 from sandbox.tools import Tool, all_tools
 
 
@@ -28,11 +30,12 @@ class PreparedTask:
 
 
 def prepare(sb: Sandbox, task: Task) -> PreparedTask:
+    """Everything a run of `task` needs; a task that cannot be judged stops here, before any run."""
+    where = f"tasks/{task.vertical}/{task.id}.yaml"
     unknown = [t for t in task.tools if t not in all_tools()]
     if unknown:
-        raise UserError(
-            f"tasks/{task.vertical}/{task.id}.yaml: field tools: unknown tool(s) {', '.join(unknown)}"
-        )
+        raise UserError(f"{where}: field tools: unknown tool(s) {', '.join(unknown)}")
+    spec = checked_spec(task, where)
     template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
     before = sb.dbs.template_state(template)
     users = before.tables["users"]
@@ -48,9 +51,27 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
         raise UserError(
             f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}"
         )
-    spec = load_spec(task.spec_path)
     tools = {name: all_tools()[name] for name in task.tools}
     return PreparedTask(task, template, before, spec, tools, int(acting))
+
+
+def checked_spec(task: Task, where: str) -> Spec:
+    """The task's damage spec, parsed and checked against the sandbox schema: a spec that names an
+    unknown table or column would make every paid run unjudgeable, so it is refused up front."""
+    try:
+        spec = load_spec(task.spec_path)
+        resolve_params(spec, task.params)
+    except DslError as exc:
+        raise UserError(f"{where}: spec: {str(exc).splitlines()[0]}") from None
+    fatal = [p for p in check_spec(spec, table_infos()) if p.fatal]
+    if fatal:
+        more = (
+            f" (and {len(fatal) - 1} more; `agentrel spec check {task.spec}` lists them)"
+            if len(fatal) > 1
+            else ""
+        )
+        raise UserError(f"{where}: spec {fatal[0]}{more}")
+    return spec
 
 
 def judge(prepared: PreparedTask, after: State, facts: RunFacts) -> Verdict:

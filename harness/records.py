@@ -13,6 +13,8 @@ the run is attempted again, up to the manifest's attempt cap; every attempt stay
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import json
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dsl.api import Verdict
 from dsl.state import State, load, load_delta
+from harness.errors import EnvironmentFailure, UsageError
 from harness.pipeline import Event
 
 Status = Literal["valid", "provider_invalid", "harness_invalid"]
@@ -102,11 +105,52 @@ class ResultsDir:
         self.manifest = path / "manifest.json"
         self.dumps = path / "dumps"
         self.transcripts = path / "transcripts"
+        self._lock_fd: int | None = None
 
     def open(self) -> None:
-        for d in (self.path, self.dumps, self.transcripts):
-            d.mkdir(parents=True, exist_ok=True)
+        """Make the directory ready for this process alone to write: take the writer's lock, clear what
+        a crashed writer left half-written, and prove every folder takes a write before any run is spent."""
+        try:
+            for d in (self.path, self.dumps, self.transcripts):
+                d.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise UsageError(f"--results {self.path}: is a file, not a results directory") from None
+        except OSError as exc:
+            raise EnvironmentFailure(
+                f"{self.path}: cannot create the results directory ({_why(exc)})"
+            ) from None
+        self._lock()
+        for folder in (self.path, self.dumps, self.transcripts):
+            for stale in folder.glob("*.tmp"):
+                stale.unlink(missing_ok=True)
+            _probe(folder)
         self._repair_tail()
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the lock
+            self._lock_fd = None
+
+    def _lock(self) -> None:
+        """One writer per results directory. The kernel drops a flock when its holder dies, so a crashed
+        audit never leaves a lock behind that blocks the resume."""
+        path = self.path / ".lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise EnvironmentFailure(f"{path}: cannot create the writer's lock ({_why(exc)})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise EnvironmentFailure(
+                f"{self.path}: another agentrel process (pid {holder}) is writing these results; "
+                "wait for it to finish or use another --results directory"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
 
     def _repair_tail(self) -> None:
         if not self.runs.exists():
@@ -121,7 +165,7 @@ class ResultsDir:
                 os.fsync(fh.fileno())
 
     def records(self) -> list[RunRecord]:
-        """The decisive attempt of every run: its valid attempt if it has one, else its latest."""
+        """The decisive attempt of every run: its latest valid attempt if it has one, else its latest."""
         latest: dict[str, RunRecord] = {}
         for rec in self._read():
             kept = latest.get(rec.run_id)
@@ -161,51 +205,169 @@ class ResultsDir:
             if any(r.valid for r in recs) or len(recs) >= max_attempts
         }
 
+    def lost_evidence(self) -> dict[str, str]:
+        """Valid runs whose evidence is gone (a dump or a transcript missing, torn or altered), with why.
+
+        They must run again: a verdict without the state it was read from proves nothing."""
+        problems: dict[str, str | None] = {}
+        lost: dict[str, str] = {}
+        for rec in self.records():
+            if not rec.valid:
+                continue
+            for digest in filter(None, (rec.before_digest, rec.after_digest)):
+                problem = self._dump_problem(digest, problems)
+                if problem:
+                    lost[rec.run_id] = f"dump {digest[:12]}: {problem}"
+            if rec.run_id not in lost and rec.transcript_digest is not None:
+                path = self.transcript_path(rec.run_id, rec.attempt)
+                if not path.exists():
+                    lost[rec.run_id] = f"transcript {path.name} is missing"
+                elif hashlib.sha256(path.read_bytes()).hexdigest() != rec.transcript_digest:
+                    lost[rec.run_id] = f"transcript {path.name} does not match its digest"
+        return lost
+
+    def _dump_problem(self, digest: str, memo: dict[str, str | None]) -> str | None:
+        """Why the stored dump of `digest` cannot be read back, or None. Reads every gzip member to its
+        checksum; a delta's header must name this digest and a base that is itself intact."""
+        if digest not in memo:
+            memo[digest] = self._read_problem(digest, memo)
+        return memo[digest]
+
+    def _read_problem(self, digest: str, memo: dict[str, str | None]) -> str | None:
+        full, delta = self._dump_files(digest)
+        path = full if full.exists() else delta
+        if not path.exists():
+            return "missing"
+        try:
+            with gzip.open(path, "rb") as fh:
+                header = json.loads(fh.readline())
+                while fh.read(1 << 20):
+                    pass
+        except (OSError, EOFError, ValueError) as exc:
+            return f"unreadable ({type(exc).__name__})"
+        if path == full:
+            return None
+        if not isinstance(header, dict) or header.get("digest") != digest:
+            return "its header names another state"
+        base = header.get("base")
+        if not isinstance(base, str):
+            return "its header names no base"
+        if self._dump_problem(base, memo):
+            return f"its base {base[:12]} is not intact"
+        return None
+
     def append(self, record: RunRecord) -> None:
         # The model's text may hold lone surrogates, which JSON text cannot carry as UTF-8.
         line = json.dumps(_printable(record.model_dump(mode="json")), ensure_ascii=False) + "\n"
         fd = os.open(self.runs, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
+            size = os.fstat(fd).st_size
+            try:
+                rest = memoryview(line.encode())
+                while rest:  # a nearly full disk takes part of a write and refuses the remainder
+                    rest = rest[os.write(fd, rest) :]
+                os.fsync(fd)
+            except OSError as exc:
+                # Cut the part of the line that got in, so no later line lands behind a torn one.
+                os.ftruncate(fd, size)
+                raise EnvironmentFailure(
+                    f"{self.runs}: cannot append a run record ({_why(exc)}); every earlier record is "
+                    "intact: free space, then run the same command to resume"
+                ) from None
         finally:
             os.close(fd)
+
+    def _dump_files(self, digest: str) -> tuple[Path, Path]:
+        return self.dumps / f"{digest}.jsonl.gz", self.dumps / f"{digest}.delta.jsonl.gz"
 
     def store_dump(self, state: State, base: State | None = None, copy_from: Path | None = None) -> str:
         """Keep a full-state dump, content-addressed so identical states are stored once: in full
         (`<digest>.jsonl.gz`, copied from `copy_from` when that file already holds it) or, given its
-        pre-run `base`, as a delta (`<digest>.delta.jsonl.gz`)."""
+        pre-run `base`, as a delta (`<digest>.delta.jsonl.gz`). Written to a temporary name, synced, then
+        renamed, so the real name only ever holds a whole dump."""
         digest = state.digest(base)
-        if not any(self.dumps.glob(f"{digest}.*")):
+        full, delta = self._dump_files(digest)
+        if full.exists() or delta.exists():
+            return digest
+        try:
             if copy_from is not None and copy_from.exists():
                 tmp = self.dumps / f"{digest}.{os.getpid()}.copy.tmp"
                 shutil.copyfile(copy_from, tmp)
-                tmp.replace(self.dumps / f"{digest}.jsonl.gz")
+                _sync(tmp)
+                tmp.replace(full)
             elif base is None:
-                state.save(self.dumps / f"{digest}.jsonl.gz")
+                state.save(full)
+                _sync(full)
             else:
-                state.save_delta(self.dumps / f"{digest}.delta.jsonl.gz", base)
+                state.save_delta(delta, base)
+                _sync(delta)
+        except OSError as exc:
+            raise EnvironmentFailure(
+                f"{self.dumps}: cannot store a state dump ({_why(exc)}); every recorded run is intact: "
+                "free space or fix permissions, then run the same command to resume"
+            ) from None
         return digest
 
     def load_dump(self, digest: str) -> State:
         """The full state of a stored dump, rebuilt from its delta when needed, checked by digest."""
-        full = self.dumps / f"{digest}.jsonl.gz"
+        full, delta = self._dump_files(digest)
         if full.exists():
             return load(full)
-        delta = self.dumps / f"{digest}.delta.jsonl.gz"
         with gzip.open(delta, "rt", encoding="utf-8") as fh:
             base_digest = json.loads(fh.readline())["base"]
         return load_delta(delta, self.load_dump(base_digest))
 
+    def transcript_path(self, rid: str, attempt: int) -> Path:
+        return self.transcripts / (f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json")
+
     def write_transcript(self, rid: str, attempt: int, transcript: dict[str, Any]) -> str:
-        """Write (atomically) and return the SHA-256 of the transcript; written before its record, so a
-        record never points at a transcript a crash lost."""
+        """Write (atomically, synced) and return the SHA-256 of the transcript; written before its
+        record, so a record never points at a transcript a crash lost."""
         data = json.dumps(transcript, indent=1, default=str).encode()
-        name = f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json"
-        tmp = self.transcripts / f"{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        tmp.replace(self.transcripts / name)
+        path = self.transcript_path(rid, attempt)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            tmp.replace(path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise EnvironmentFailure(
+                f"{self.transcripts}: cannot write a transcript ({_why(exc)}); every recorded run is "
+                "intact: free space, then run the same command to resume"
+            ) from None
         return hashlib.sha256(data).hexdigest()
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _probe(folder: Path) -> None:
+    """A write that must succeed before a paid run is spent: a read-only or full disk fails here."""
+    probe = folder / f".probe-{os.getpid()}.tmp"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"\0" * 65536)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise EnvironmentFailure(
+            f"{folder}: cannot write here ({_why(exc)}); free space or fix permissions before auditing"
+        ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
 
 
 def _printable(value: Any) -> Any:

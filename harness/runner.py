@@ -19,7 +19,7 @@ from typing import Any
 from dsl.api import RunFacts
 from harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
 from harness.episode import PreparedTask
-from harness.errors import AuthFailure, EnvironmentFailure
+from harness.errors import AuthFailure
 from harness.matrix import RunPlan
 from harness.pipeline import Layer
 from harness.prices import Price, cost
@@ -78,7 +78,7 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
     after_digest = None
     if finished is not None:
         timings.dump_s, timings.label_s = finished.dump_s, finished.label_s
-        after_digest = await asyncio.to_thread(_store, ctx.results, finished, prepared)
+        after_digest = await asyncio.to_thread(ctx.results.store_dump, finished.after, prepared.before)
     failure: Failure | None = "harness" if harness_error else (result.failure if result else None)
     message = harness_error or (result.error if result else None)
     verdict = finished.verdict if finished else None
@@ -142,16 +142,6 @@ async def _act(agent: Agent, episode: Episode, timeout_s: float) -> AgentResult:
         return AgentResult(None, error=f"run exceeded {timeout_s:.0f} s", failure="agent")
     except Exception as exc:  # a bug in an agent loop: the harness failed, but the state is still read
         return AgentResult(None, error=f"{type(exc).__name__}: {exc}"[:500], failure="harness")
-
-
-def _store(results: ResultsDir, finished: Finished, prepared: PreparedTask) -> str:
-    try:
-        return results.store_dump(finished.after, prepared.before)
-    except OSError as exc:
-        raise EnvironmentFailure(
-            f"{results.dumps}: cannot store a run's final state ({exc.strerror or exc}); free space or "
-            "fix permissions, then run the same command to resume"
-        ) from None
 
 
 async def run_matrix(

@@ -89,6 +89,7 @@ def audit(
                 max_attempts=max_attempts,
                 temperature=temperature,
                 prices_path=prices,
+                say=lambda message: err.print(f"agentrel: {message}", markup=False),
             )
     except KeyboardInterrupt:
         done = len(ResultsDir(results).finished(max_attempts))
