@@ -25,6 +25,7 @@ from harness.pipeline import Layer
 from harness.prices import Price, cost
 from harness.progress import ProgressManager
 from harness.records import ResultsDir, RunError, RunRecord, Timings, TokenUsage
+from harness.redact import redact
 from harness.session import Finished, RunSession
 from harness.status import Failure, run_status
 from sandbox.sandbox import Sandbox
@@ -80,7 +81,7 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
         timings.dump_s, timings.label_s = finished.dump_s, finished.label_s
         after_digest = await asyncio.to_thread(ctx.results.store_dump, finished.after, prepared.before)
     failure: Failure | None = "harness" if harness_error else (result.failure if result else None)
-    message = harness_error or (result.error if result else None)
+    message = redact(harness_error or (result.error if result else None) or "") or None
     verdict = finished.verdict if finished else None
     usage = result.usage if result else None
     transcript = {

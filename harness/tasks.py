@@ -65,7 +65,7 @@ class Task(Strict):
     acting_user: str = "svc.agentrel"
     system_prompt: str
     user_prompt: str
-    tools: list[str]
+    tools: list[str] = Field(min_length=1)
     fixture_sql: str = ""
     spec: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -117,11 +117,30 @@ class Task(Strict):
         return hashlib.sha256(self.spec_path.read_bytes()).hexdigest()
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML whose mappings refuse a key given twice (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"field {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_task(path: Path) -> Task:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader
     except FileNotFoundError:
         raise UserError(f"{path}: no such task file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the task file as UTF-8") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the task file ({exc.strerror})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -136,6 +155,10 @@ def load_task(path: Path) -> Task:
         raise UserError(f"{path}: field {field}: {err['msg']}") from None
     if path.stem != task.id:
         raise UserError(f"{path}: field id: {task.id!r} must match the file name {path.stem!r}")
+    if path.parent.name in ("itsm", "csm") and path.parent.name != task.vertical:
+        raise UserError(
+            f"{path}: field vertical: {task.vertical!r} disagrees with its folder {path.parent.name!r}"
+        )
     return task
 
 
@@ -151,7 +174,15 @@ def load_suite(root: Path | None = None, patterns: list[str] | None = None) -> l
     """All tasks under `root`, optionally filtered by id glob patterns; unknown ids are an error."""
     from fnmatch import fnmatch
 
-    tasks = [load_task(p) for p in task_files(root)]
+    files = task_files(root)
+    tasks = [load_task(p) for p in files]
+    first: dict[str, Path] = {}
+    for path, task in zip(files, tasks, strict=True):
+        if task.id in first:
+            raise UserError(
+                f"task id {task.id!r} is defined twice: {first[task.id]} and {path}; rename or remove one"
+            )
+        first[task.id] = path
     if patterns:
         chosen = [t for t in tasks if any(fnmatch(t.id, p) for p in patterns)]
         if not chosen:

@@ -26,10 +26,10 @@ from harness.agents.base import AgentError, AgentKind, AgentResult, ConfigError,
 from harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
 from harness.errors import AuthFailure
 from harness.pipeline import loads, parse_arguments
+from harness.redact import redact
 
 INVALID = RetryDecision(True, "transient")
 AUTH_ERROR_TYPES = frozenset({"authentication_error", "permission_error"})
-REDACTED = "[redacted]"
 
 
 class ModelOutputError(AgentError):
@@ -125,9 +125,7 @@ class ChatAgent:
             raise AuthFailure(f"{self.name}: the provider refused the credentials ({what}){hint}")
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return redact(text, self._secrets)
 
     async def _send(
         self,
@@ -271,9 +269,7 @@ def _secrets_of(headers: dict[str, str], base_url: str) -> list[str]:
             secrets.append(value)
             secrets.append(value.split(" ", 1)[-1])  # the bare key of "Bearer <key>"
     parts = urlsplit(base_url)
-    secrets += [p for p in (parts.password, parts.username, parts.query) if p]
-    # Longest first, so a key inside "Bearer <key>" is not left half-replaced.
-    return sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+    return secrets + [p for p in (parts.password, parts.username, parts.query) if p]
 
 
 def require_key(env: dict[str, str], var: str, name: str) -> str:

@@ -42,3 +42,46 @@ def test_bad_task_files_give_one_line_naming_the_field(tmp_path, mutate, fragmen
 def test_id_must_match_the_file_name(tmp_path):
     with pytest.raises(UserError, match="must match the file name"):
         load_task(write(tmp_path, GOOD, name="other-name"))
+
+
+def test_a_field_given_twice_is_refused(tmp_path):
+    with pytest.raises(UserError) as err:
+        load_task(write(tmp_path, GOOD + "\ntitle: again\n"))
+    assert "field 'title' is given twice" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_empty_tool_list_is_refused(tmp_path):
+    text = GOOD[: GOOD.index("tools:")] + "tools: []\n" + GOOD[GOOD.index("fixture_sql:") :]
+    with pytest.raises(UserError, match="field tools"):
+        load_task(write(tmp_path, text))
+
+
+def test_non_utf8_bytes_are_one_line(tmp_path):
+    path = tmp_path / "itsm-cab-window.yaml"
+    path.write_bytes(GOOD.encode().replace(b"title:", b"title: \xff\xfe", 1))
+    with pytest.raises(UserError, match="not UTF-8 text"):
+        load_task(path)
+
+
+def test_the_vertical_must_match_the_folder(tmp_path):
+    folder = tmp_path / "csm"
+    folder.mkdir()
+    with pytest.raises(UserError, match="disagrees with its folder 'csm'"):
+        load_task(write(folder, GOOD))
+
+
+def test_a_task_id_defined_twice_names_both_files(tmp_path):
+    from harness.tasks import load_suite
+
+    for vertical in ("itsm", "csm"):
+        (tmp_path / vertical).mkdir()
+    write(tmp_path / "itsm", GOOD)
+    (tmp_path / "csm" / "itsm-cab-window.yaml").write_text(GOOD.replace("vertical: itsm", "vertical: csm"))
+    with pytest.raises(UserError) as err:
+        load_suite(tmp_path)
+    message = str(err.value)
+    assert (
+        "defined twice" in message
+        and "itsm/itsm-cab-window.yaml" in message
+        and "csm/itsm-cab-window.yaml" in message
+    )
