@@ -7,11 +7,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from harness.audit import audit
 from harness.records import ResultsDir
 
 TASK = "itsm-cab-window"
+REPO = Path(__file__).resolve().parents[2]
 K_CRASH = 40  # enough runs that a kill after the third record always lands mid-audit
 
 
@@ -193,3 +195,31 @@ def test_ctrl_c_stops_cleanly_with_whole_records_and_no_run_databases(sandbox, t
     assert data.endswith(b"\n") and data.count(b"\n") < 400
     assert all(json.loads(line)["verdict"] for line in data.splitlines())
     assert not [n for n in sandbox.dbs.names("agentrel_run_") if f"_{proc.pid}_" in n]
+
+
+def test_a_spec_naming_an_unknown_table_stops_the_audit_before_any_run(sandbox, tmp_path):
+    import shutil
+
+    suite = tmp_path / "suite"
+    (suite / "tasks" / "itsm").mkdir(parents=True)
+    (suite / "damage_specs").mkdir()
+    shutil.copy(REPO / "tasks" / "itsm" / f"{TASK}.yaml", suite / "tasks" / "itsm")
+    spec = (REPO / "damage_specs" / f"{TASK}.dmg").read_text()
+    (suite / "damage_specs" / f"{TASK}.dmg").write_text(
+        spec.replace("insert cab_approvals", "insert cab_aprovals")
+    )
+    results = tmp_path / "r"
+    r = agentrel(
+        "audit",
+        "--k",
+        "2",
+        "--tasks",
+        TASK,
+        "--results",
+        str(results),
+        env={"AGENTREL_SUITE_DIR": str(suite)},
+    )
+    assert r.returncode == 3, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cab_aprovals" in lines[0] and f"tasks/itsm/{TASK}.yaml" in lines[0], lines
+    assert not (results / "runs.jsonl").exists()
