@@ -19,7 +19,6 @@ from operator import itemgetter, ne
 from typing import Literal, NamedTuple, TypeVar
 
 from dsl.errors import DiffError
-from dsl.gcpause import cyclic_gc_paused
 from dsl.state import Key, Row, State, TableInfo, TableState, Value, key_order
 
 ChangeKind = Literal["insert", "delete", "update"]
@@ -85,15 +84,14 @@ def diff(
     or when ``extra_volatile`` names an unknown table or column, or a primary-key column.
     """
     out: list[RowChange] = []
-    with cyclic_gc_paused():
-        for td in diff_tables(before, after, extra_volatile):
-            name, cols = td.info.name, td.info.columns
-            rows = [
-                RowChange(name, k, kind, b, a, td.changed_columns(b, a), cols)
-                for kind, changes in td.by_kind()
-                for b, a, k in changes
-            ]
-            out += sort_by_key(rows, lambda c: c.key)
+    for td in diff_tables(before, after, extra_volatile):
+        name, cols = td.info.name, td.info.columns
+        rows = [
+            RowChange(name, k, kind, b, a, td.changed_columns(b, a), cols)
+            for kind, changes in td.by_kind()
+            for b, a, k in changes
+        ]
+        out += sort_by_key(rows, lambda c: c.key)
     return out
 
 

@@ -22,7 +22,6 @@ from dsl.check import applicable_tables, check_spec, referenced_columns
 from dsl.compile import Compiler, Fn
 from dsl.diff import KINDS, Change, ChangeKind, TableDiff, diff_tables, sort_by_key
 from dsl.errors import DslError, SpecError
-from dsl.gcpause import cyclic_gc_paused
 from dsl.params import resolve_params
 from dsl.requirements import evaluate_requirement
 from dsl.state import State, TableInfo
@@ -132,12 +131,11 @@ def label(
     """Label one run. Raises ParamError (bad override), SpecError (spec unfit for these dumps) or
     DiffError (dumps of different schemas); never a bare exception for user mistakes."""
     plan = compile_plan(spec, before.schema(), resolve_params(spec, params))
-    with cyclic_gc_paused():
-        diffs = diff_tables(before, after, spec.extra_volatile())
-        events: list[DamageEvent] = []
-        allowed: Counter[str] = Counter()
-        for td in diffs:
-            events += classify(plan, td, allowed)
+    diffs = diff_tables(before, after, spec.extra_volatile())
+    events: list[DamageEvent] = []
+    allowed: Counter[str] = Counter()
+    for td in diffs:
+        events += classify(plan, td, allowed)
     requirements = [
         RequirementResult(label=r.label, met=evaluate_requirement(plan, r, after, diffs))
         for r in spec.requirements
@@ -160,11 +158,12 @@ def classify(plan: Plan, td: TableDiff, allowed: Counter[str]) -> list[DamageEve
         for cr, n in Counter(labels).items():
             if cr.allow:
                 allowed[cr.label] += n
-        damaged = [(c, cr) for c, cr in zip(changes, labels, strict=True) if not cr.allow]
         try:
-            events += _events(name, kind, damaged, td.changed_columns)
+            events += _events(name, kind, changes, labels, td.changed_columns)
         except (TypeError, ValueError, ArithmeticError):
-            for c, cr in damaged:  # find the culprit for the message
+            for c, cr in zip(changes, labels, strict=True):  # find the culprit for the message
+                if cr.allow:
+                    continue
                 try:
                     cr.price(*c)
                 except (TypeError, ValueError, ArithmeticError) as err:
@@ -176,9 +175,12 @@ def classify(plan: Plan, td: TableDiff, allowed: Counter[str]) -> list[DamageEve
 def _events(
     table: str,
     kind: ChangeKind,
-    damaged: list[tuple[Change, CompiledRule]],
+    changes: list[Change],
+    labels: list[CompiledRule],
     changed_columns: Callable[[Any, Any], tuple[str, ...]],
 ) -> list[DamageEvent]:
+    """The damage events of ``changes``, labelled by ``labels``. No list of (change, rule) pairs is
+    built first: on the benchmark that is 63,000 more objects for the cyclic GC to walk."""
     return [
         DamageEvent(
             cr.label,
@@ -190,7 +192,8 @@ def _events(
             cr.irreversibility,
             cr.price(*c),
         )
-        for c, cr in damaged
+        for c, cr in zip(changes, labels, strict=True)
+        if not cr.allow
     ]
 
 

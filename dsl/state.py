@@ -24,6 +24,8 @@ import os
 import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -196,81 +198,202 @@ def _write_gz(path: Path, lines: Iterable[str]) -> None:
 
 def load_delta(path: Path, base: State) -> State:
     """Rebuild the full state a delta file describes; errors name the file and line."""
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            header = json.loads(fh.readline())
-            if not isinstance(header, dict) or header.get("format") != DELTA_FORMAT:
-                raise DumpFormatError(f"{path}:1: not an {DELTA_FORMAT} header")
-            if header["base"] != base.digest():
-                raise DumpFormatError(f"{path}:1: delta is against {header['base'][:12]}, not this base")
-            state = State({n: TableState(t.info, dict(t.rows)) for n, t in base.tables.items()})
-            for lineno, line in enumerate(fh, start=2):
-                try:
-                    name, key, row = json.loads(line)
-                    if row is None:
-                        state.tables[name].rows.pop(tuple(key), None)
-                    else:
-                        state.tables[name].add(tuple(row))
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise DumpFormatError(f"{path}:{lineno}: bad delta line ({exc})") from None
-    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
-        if isinstance(exc, DumpFormatError):
-            raise
-        raise DumpFormatError(f"{path}: unreadable delta ({exc})") from None
-    for t in state.tables.values():
-        t._hash = None
+    lines = _read_lines(path)
+    header = _header(lines, str(path), DELTA_FORMAT)
+    for field_name in ("base", "digest"):
+        if not isinstance(header.get(field_name), str):
+            raise DumpFormatError(f"{path}:1: the delta header has no {field_name!r} digest")
+    if header["base"] != base.digest():
+        raise DumpFormatError(f"{path}:1: delta is against {header['base'][:12]}, not this base")
+    infos = base.schema()
+    state = State({n: TableState(t.info, dict(t.rows)) for n, t in base.tables.items()})
+    seen: dict[tuple[str, Key], int] = {}
+    for lineno, line in enumerate(lines[1:], start=2):
+        try:
+            name, key, row = _row(line, infos, deletion_ok=True)
+            _first_time(seen, name, key, lineno)
+            rows = state.tables[name].rows
+            if row is not None:
+                rows[key] = row
+            elif rows.pop(key, None) is None:
+                raise _BadLine(
+                    f"table {name}: deletes key {_canonical(list(key))}, which the base does not hold"
+                )
+        except _BadLine as exc:
+            raise DumpFormatError(f"{path}:{lineno}: {exc}") from None
     if state.digest() != header["digest"]:
-        raise DumpFormatError(f"{path}: rebuilt state does not match digest {header['digest'][:12]}")
+        raise DumpFormatError(f"{path}:1: the rebuilt state does not match digest {header['digest'][:12]}")
     return state
 
 
 def load(path: Path) -> State:
     """Read a dump written by ``State.save``; errors name the file and line."""
+    return _parse(_read_lines(path), str(path))
+
+
+def _read_lines(path: Path) -> list[str]:
+    lines: list[str] = []
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
-            return _parse(fh, str(path))
+            lines.extend(fh)  # keeps the lines read before an error, which locates it
     except FileNotFoundError:
         raise DumpFormatError(f"{path}: no such dump file") from None
-    except (OSError, EOFError) as exc:
-        raise DumpFormatError(f"{path}: not a gzipped AgentRel dump ({exc})") from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        if not lines:
+            raise DumpFormatError(f"{path}:1: not a gzipped AgentRel dump ({exc})") from None
+        raise DumpFormatError(f"{path}:{len(lines) + 1}: the file is cut short or corrupt ({exc})") from None
+    return lines
 
 
-def _parse(lines: Iterable[str], name: str) -> State:
-    it = iter(enumerate(lines, start=1))
+def _header(lines: list[str], name: str, fmt: str) -> dict[str, Any]:
+    if not lines:
+        raise DumpFormatError(f"{name}:1: empty dump")
     try:
-        _, first = next(it)
-    except StopIteration:
-        raise DumpFormatError(f"{name}:1: empty dump") from None
-    try:
-        header = json.loads(first)
+        header = json.loads(lines[0])
     except json.JSONDecodeError as exc:
         raise DumpFormatError(f"{name}:1: header is not JSON ({exc.msg})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise DumpFormatError(f"{name}:1: not an {FORMAT} dump header")
-    state = State()
-    for tname, meta in header["tables"].items():
-        info = TableInfo(
-            name=tname,
-            columns=tuple(meta["columns"]),
-            primary_key=tuple(meta["primary_key"]),
-            volatile=frozenset(meta.get("volatile", ())),
-            kinds=tuple(meta.get("kinds", ())),
+    if not isinstance(header, dict) or header.get("format") != fmt:
+        raise DumpFormatError(f"{name}:1: not an {fmt} header")
+    return header
+
+
+def _parse(lines: list[str], name: str) -> State:
+    header = _header(lines, name, FORMAT)
+    tables = header.get("tables")
+    if not isinstance(tables, dict):
+        raise DumpFormatError(f"{name}:1: the header has no 'tables' mapping (table name to its columns)")
+    try:
+        state = State.empty(_table_info(t, meta) for t, meta in tables.items())
+    except _BadLine as exc:
+        raise DumpFormatError(f"{name}:1: {exc}") from None
+    rest = lines[1:]
+    try:  # one JSON parse per chunk of rows (C speed); on any doubt, check line by line for the message
+        if all(_fill(state, rest[i : i + _CHUNK]) for i in range(0, len(rest), _CHUNK)):
+            return state
+    except (ValueError, TypeError, KeyError):
+        pass
+    raise _locate(state.schema(), rest, name)
+
+
+# Rows are parsed this many lines at a time: a whole dump parsed at once is ~10^6 lists alive together,
+# which the cyclic GC walks over and over while they are built; a chunk's lists die young instead.
+_CHUNK = 2000
+
+
+def _table_info(name: str, meta: Any) -> TableInfo:
+    """A header's table entry, checked: ``_BadLine`` says what is wrong with it."""
+    if not isinstance(meta, dict):
+        raise _BadLine(f"table {name}: expected a mapping with 'columns' and 'primary_key'")
+
+    def names(field_name: str, required: bool) -> tuple[str, ...]:
+        value = meta.get(field_name)
+        if value is None and not required:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            what = "is missing" if value is None else "is not a list of strings"
+            raise _BadLine(f"table {name}: {field_name!r} {what}")
+        return tuple(value)
+
+    columns, key = names("columns", True), names("primary_key", True)
+    volatile, kinds = names("volatile", False), names("kinds", False)
+    for field_name, values in (("columns", columns), ("primary_key", key)):
+        twice = sorted({c for c in values if values.count(c) > 1})
+        if twice:
+            raise _BadLine(f"table {name}: {field_name!r} names {', '.join(twice)} more than once")
+    if not key:
+        raise _BadLine(f"table {name}: the primary key is empty (rows are keyed by it)")
+    for what, values in (("primary key", key), ("volatile", volatile)):
+        unknown = [c for c in values if c not in columns]
+        if unknown:
+            raise _BadLine(f"table {name}: {what} column(s) {', '.join(unknown)} not among its columns")
+    if kinds and len(kinds) != len(columns):
+        raise _BadLine(f"table {name}: {len(kinds)} kinds for {len(columns)} columns")
+    return TableInfo(name, columns, key, frozenset(volatile), kinds)
+
+
+def _fill(state: State, lines: list[str]) -> bool:
+    """Add these row lines to ``state`` in bulk C-level passes; False when a line is malformed,
+    disagrees with its key or repeats one (the caller then finds which line, for the message)."""
+    parsed = json.loads("[" + ",".join(lines) + "]")
+    if len(parsed) != len(lines):  # a line holding two rows, or none
+        return False
+    if parsed and set(map(len, parsed)) != {3}:  # other shapes fail the type checks below
+        return False
+    for name, group in groupby(parsed, itemgetter(0)):  # dumps are sorted: one group per table
+        table = state.tables[name]
+        info, entries = table.info, list(group)
+        values = list(map(itemgetter(2), entries))
+        if set(map(type, values)) != {list} or set(map(len, values)) != {len(info.columns)}:
+            return False
+        rows = list(map(tuple, values))
+        keys = list(zip(*[map(itemgetter(i), rows) for i in info.key_positions], strict=True))
+        stored = list(map(itemgetter(1), entries))
+        if set(map(type, stored)) != {list} or list(map(tuple, stored)) != keys:
+            return False
+        before = len(table.rows)
+        table.rows.update(zip(keys, rows, strict=True))
+        if len(table.rows) != before + len(rows):  # a key seen twice
+            return False
+    return True
+
+
+def _locate(infos: dict[str, TableInfo], lines: list[str], name: str) -> DumpFormatError:
+    """The error for the first bad row line, found one line at a time."""
+    seen: dict[tuple[str, Key], int] = {}
+    for lineno, line in enumerate(lines, start=2):
+        try:
+            table, key, _ = _row(line, infos, deletion_ok=False)
+            _first_time(seen, table, key, lineno)
+        except _BadLine as exc:
+            return DumpFormatError(f"{name}:{lineno}: {exc}")
+    return DumpFormatError(f"{name}: unreadable rows")  # pragma: no cover (_fill and _row agree)
+
+
+class _BadLine(Exception):
+    """What is wrong with one line, in plain words; the caller adds the file and line."""
+
+
+def _row(line: str, infos: dict[str, TableInfo], deletion_ok: bool) -> tuple[str, Key, Row | None]:
+    """One row line, checked: (table, key, values); values are None for a delta's deletion."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _BadLine(f"row line is not JSON ({exc.msg})") from None
+    shape = "[table, [key...], [values...]]" + (" or [table, [key...], null]" if deletion_ok else "")
+    if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
+        raise _BadLine(f"expected a row line {shape}")
+    name, stored, values = entry
+    info = infos.get(name)
+    if info is None:
+        raise _BadLine(f"table {name!r} is not one of the dump's tables")
+    if not isinstance(stored, list) or len(stored) != len(info.primary_key):
+        raise _BadLine(
+            f"table {name}: the key must be a list of {len(info.primary_key)} value(s)"
+            f" ({', '.join(info.primary_key)})"
         )
-        state.tables[tname] = TableState(info)
-    rest = [line for _, line in it]
-    try:  # one JSON parse for all rows (C speed); on failure, find the bad line for the message
-        parsed = json.loads("[" + ",".join(rest) + "]")
-        for tname, _key, values in parsed:
-            state.tables[tname].add(tuple(values))
-    except (json.JSONDecodeError, ValueError, TypeError, KeyError):
-        for lineno, line in enumerate(rest, start=2):
-            try:
-                tname, _key, values = json.loads(line)
-                state.tables[tname].add(tuple(values))
-            except (json.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
-                raise DumpFormatError(f"{name}:{lineno}: bad row line ({exc})") from None
-        raise DumpFormatError(f"{name}: unreadable rows") from None
-    return state
+    key = tuple(stored)
+    if any(isinstance(v, list | dict) for v in key):
+        raise _BadLine(f"table {name}: key {_canonical(stored)} holds a list or object, not plain values")
+    if values is None and deletion_ok:
+        return name, key, None
+    if not isinstance(values, list):
+        raise _BadLine(f"expected a row line {shape}")
+    if len(values) != len(info.columns):
+        raise _BadLine(f"table {name}: row has {len(values)} values, expected {len(info.columns)}")
+    row = tuple(values)
+    own = tuple(row[i] for i in info.key_positions)
+    if own != key:
+        raise _BadLine(
+            f"table {name}: stored key {_canonical(stored)} disagrees with the row's primary-key"
+            f" values {_canonical(list(own))} ({', '.join(info.primary_key)})"
+        )
+    return name, own, row
+
+
+def _first_time(seen: dict[tuple[str, Key], int], table: str, key: Key, lineno: int) -> None:
+    first = seen.setdefault((table, key), lineno)
+    if first != lineno:
+        raise _BadLine(f"table {table}: key {_canonical(list(key))} appears again (first on line {first})")
 
 
 def _canonical(obj: Any) -> str:

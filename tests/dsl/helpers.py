@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import copy
+import gzip
+import json
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 from dsl.api import RunFacts, Verdict, label, parse_spec
 from dsl.state import Row, State, TableInfo
@@ -78,3 +82,10 @@ def run(
 
 def rules(verdict: Verdict) -> list[tuple[str, tuple, str]]:
     return [(e.rule, tuple(e.key), e.op) for e in verdict.events]
+
+
+def write_lines(path: Path, lines: Iterable[Any]) -> Path:
+    """A gzipped dump file of exactly these lines: strings as they are, anything else as JSON."""
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.writelines((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    return path

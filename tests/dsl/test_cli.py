@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from harness.cli.errors import ExitCode, UserError, exit_code
 from harness.cli.spec import register
-from tests.dsl.helpers import base_state, changed, ticket
+from tests.dsl.helpers import base_state, changed, ticket, write_lines
 
 SPEC = """spec "cli" version 1
 param cap: numeric = 100
@@ -172,3 +172,56 @@ def test_through_the_real_entry_point(tmp_path: Path) -> None:
     )
     assert proc.returncode == ExitCode.BAD_INPUT and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == f"agentrel: error: {tmp_path / 'none.jsonl.gz'}: no such dump file"
+
+
+GOOD = list(base_state().lines())  # line 2: credits; 3-5: links; 6-10: tickets 1-5
+
+
+def _header(**tickets: object) -> str:
+    header = json.loads(GOOD[0])
+    header["tables"]["tickets"].update(tickets)
+    return json.dumps(header)
+
+
+@pytest.mark.parametrize(
+    ("lines", "where"),
+    [
+        (
+            [_header(primary_key=["nope"]), *GOOD[1:]],
+            "1: table tickets: primary key column(s) nope not among",
+        ),
+        ([_header(kinds=["int"]), *GOOD[1:]], "1: table tickets: 1 kinds for 8 columns"),
+        ([_header(columns="id"), *GOOD[1:]], "1: table tickets: 'columns' is not a list of strings"),
+        (['{"format": "agentrel-dump/1"}', *GOOD[1:]], "1: the header has no 'tables' mapping"),
+        ([*GOOD[:8], GOOD[7], *GOOD[8:]], "9: table tickets: key [3] appears again (first on line 8)"),
+        (
+            [*GOOD[:7], GOOD[7].replace("[3]", "[33]", 1), *GOOD[8:]],
+            "8: table tickets: stored key [33] disagrees with the row's primary-key values [3] (id)",
+        ),
+        ([*GOOD, '["nope",[1],[1]]'], "11: table 'nope' is not one of the dump's tables"),
+    ],
+)
+def test_label_a_bad_dump_is_one_line_naming_file_and_line(
+    files: dict[str, Path], tmp_path: Path, lines: list[str], where: str
+) -> None:
+    bad = write_lines(tmp_path / "bad.jsonl.gz", lines)
+    for before, after in ((bad, files["after"]), (files["before"], bad)):
+        code, out, err = invoke("label", str(files["spec"]), str(before), str(after))
+        assert (code, out) == (ExitCode.BAD_INPUT, "")
+        assert err.startswith(f"agentrel: error: {bad}:{where}") and "\n" not in err
+
+
+def test_label_a_bad_dump_through_the_real_entry_point(files: dict[str, Path], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = write_lines(tmp_path / "bad.jsonl.gz", [_header(kinds=["int", "text"]), *GOOD[1:]])
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "label", str(files["spec"]), str(bad), str(files["after"])],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert proc.returncode == ExitCode.BAD_INPUT and proc.stdout == ""
+    assert proc.stderr.strip() == f"agentrel: error: {bad}:1: table tickets: 2 kinds for 8 columns"
