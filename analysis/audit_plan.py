@@ -4,6 +4,7 @@ audit's price where run costs are known.
 k_point = smallest k with (1 - x/n)^k <= 1 - target; k_conservative uses the one-sided
 Clopper–Pearson lower bound of p at ``confidence``; for x = 0 there is no finite k and p_upper
 (the one-sided upper bound on p) is given instead. audit_cost = k * mean run cost of the cell.
+A cell whose runs were all invalid (n = 0) has no p and no k: NaN / NA, with its invalid count.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ PLAN_COLUMNS = (
     "cost_usd_per_run",
     "audit_cost_point",
     "audit_cost_conservative",
+    "invalid",
 )
 
 
@@ -38,20 +40,20 @@ def audit_plan(cells: pd.DataFrame, target: float = 0.95, confidence: float = 0.
     if not 0 < target < 1:
         raise ValueError(f"target must be in (0, 1), got {target}")
     alpha = 1 - Fraction(repr(target))
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for cell in cells.itertuples(index=False):
         n, x = int(cell.n), int(cell.x)
+        cost = float(cell.cost_usd_mean)
+        head = (cell.model, cell.agent_kind, cell.task, cell.condition, n, x)
+        if n == 0:  # every run invalid: nothing to plan from
+            nan = np.nan
+            rows.append((*head, nan, None, None, nan, nan, cost, nan, nan, int(cell.invalid)))
+            continue
         point = required_k_from_counts(x, n, alpha)
         cons = required_k_from_counts(x, n, alpha, conservative=True, confidence=confidence)
-        cost = float(cell.cost_usd_mean)
         rows.append(
             (
-                cell.model,
-                cell.agent_kind,
-                cell.task,
-                cell.condition,
-                n,
-                x,
+                *head,
                 x / n,
                 point.k,
                 cons.k,
@@ -60,6 +62,7 @@ def audit_plan(cells: pd.DataFrame, target: float = 0.95, confidence: float = 0.
                 cost,
                 point.k * cost if point.k is not None else np.nan,
                 cons.k * cost if cons.k is not None else np.nan,
+                int(cell.invalid),
             )
         )
     plan = pd.DataFrame.from_records(rows, columns=list(PLAN_COLUMNS))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.bootstrap import cluster_bootstrap, draw_cluster_weights, weighted_sums
-from analysis.inputs import CELL_KEYS, money_sum, usd
+from analysis.normalized import CELL_KEYS, money_sum, usd
 
 QUANTILES = (0.5, 0.9)
 LGD_COLUMNS = ("lgd_mean", "lgd_max", "lgd_p50", "lgd_p90")
@@ -52,8 +52,8 @@ def cell_dollars(
 ) -> pd.DataFrame:
     """Per cell (aligned with ``cells``): expected_dollars_per_run, its interval, loss given damage.
 
-    All columns are NaN when the input carries no dollar figures; the interval is NaN for priced
-    cells when n_boot = 0.
+    All columns are NaN when the input carries no dollar figures, and for cells without a valid run;
+    the interval is NaN for priced cells when n_boot = 0.
     """
     out = pd.DataFrame(
         index=cells.index,
@@ -67,9 +67,11 @@ def cell_dollars(
     pos = pd.MultiIndex.from_frame(cells[CELL_KEYS]).get_indexer(key)
     n = cells["n"].to_numpy()
     total = np.bincount(pos, weights=amounts, minlength=len(cells))
-    out["expected_dollars_per_run"] = total / n
-    out["dollars_ci_low"] = 0.0
-    out["dollars_ci_high"] = 0.0
+    # A cell with no valid run (all invalid) has no expected loss: NaN, not $0.
+    unrated = n == 0
+    out["expected_dollars_per_run"] = np.where(unrated, np.nan, total / np.maximum(n, 1))
+    out["dollars_ci_low"] = np.where(unrated, np.nan, 0.0)
+    out["dollars_ci_high"] = np.where(unrated, np.nan, 0.0)
     damaged = runs["damaged"].to_numpy()
     priced = np.flatnonzero(total > 0)
     out.loc[priced, ["dollars_ci_low", "dollars_ci_high"]] = np.nan

@@ -4,7 +4,8 @@ damages: one row per damage event of a valid run, columns DAMAGE_COLUMNS. An out
 events, so each damaged run becomes one row with rule, table and key empty and the run's severity,
 irreversibility and dollars. Money is written from Decimal, exactly as recorded.
 cells: one row per cell, columns CELL_EXPORT_COLUMNS (counts, exact interval, flags, expected loss
-per run with its interval, loss given damage, repeats needed).
+per run with its interval, loss given damage, repeats needed). n (valid runs) and invalid sit beside
+every rate; a cell whose runs were all invalid is a row with n = 0 and every rate empty.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.audit_plan import audit_plan
-from analysis.inputs import LoadedInput
+from analysis.normalized import LoadedInput
 
 DAMAGE_COLUMNS = (
     "run_id",
@@ -37,16 +38,22 @@ CELL_EXPORT_COLUMNS = (
     "task",
     "condition",
     "n",
+    "invalid",
     "x",
     "p_hat",
     "ci_low",
     "ci_high",
+    "p_invalid_safe",
+    "p_invalid_damaging",
     "demonstrably_stochastic",
     "always_damage",
     "passed",
     "errored",
     "mutated",
-    "infra_failures",
+    "invalid_provider",
+    "invalid_harness",
+    "invalid_other",
+    "retried",
     "dollars_total",
     "expected_dollars_per_run",
     "dollars_ci_low",
@@ -75,7 +82,8 @@ def cells_export_frame(
     ``plan`` is audit_plan(cells, 1 - alpha) when the caller already has it.
     """
     plan = audit_plan(cells, target=1.0 - alpha) if plan is None else plan
-    out = cells.assign(k_point=plan["k_point"].to_numpy(), k_conservative=plan["k_conservative"].to_numpy())
+    # .array keeps the nullable integers: to_numpy() would turn a column with NA into floats ("6.0").
+    out = cells.assign(k_point=plan["k_point"].array, k_conservative=plan["k_conservative"].array)
     return out.loc[:, list(CELL_EXPORT_COLUMNS)]
 
 

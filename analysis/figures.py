@@ -17,9 +17,11 @@ MAX_ROWS = 60
 K_MAX = 64
 
 
-def _label(model: str, kind: str, task: str, condition: str, many_conditions: bool) -> str:
+def _label(model: str, kind: str, task: str, condition: str, many_conditions: bool, invalid: int = 0) -> str:
     who = model if kind == "model" else f"{model} [{kind}]"
-    return f"{who} · {task}" + (f" · {condition}" if many_conditions else "")
+    # A rate drawn for a cell with invalid runs carries their count, as everywhere else.
+    extra = f" (+{invalid} invalid)" if invalid else ""
+    return f"{who} · {task}" + (f" · {condition}" if many_conditions else "") + extra
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -40,7 +42,10 @@ def plot_cell_rates(cells: pd.DataFrame, path: Path) -> None:
         _empty(path, f"No damage observed in {len(cells)} cells.")
         return
     many = cells["condition"].nunique() > 1
-    labels = [_label(r.model, r.agent_kind, r.task, r.condition, many) for r in hit.itertuples(index=False)]
+    labels = [
+        _label(r.model, r.agent_kind, r.task, r.condition, many, int(r.invalid))
+        for r in hit.itertuples(index=False)
+    ]
     y = np.arange(len(hit))
     fig = Figure(figsize=(8, 1.2 + 0.22 * len(hit)))
     ax = fig.add_subplot()
@@ -102,7 +107,10 @@ def plot_dollars(cells: pd.DataFrame, path: Path) -> None:
         return
     money = money.sort_values("expected_dollars_per_run").tail(MAX_ROWS // 2)
     many = cells["condition"].nunique() > 1
-    labels = [_label(r.model, r.agent_kind, r.task, r.condition, many) for r in money.itertuples(index=False)]
+    labels = [
+        _label(r.model, r.agent_kind, r.task, r.condition, many, int(r.invalid))
+        for r in money.itertuples(index=False)
+    ]
     y = np.arange(len(money))
     v = money["expected_dollars_per_run"].to_numpy(dtype=float)
     err = np.vstack(

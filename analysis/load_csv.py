@@ -4,9 +4,9 @@ Required columns: model, task, run, damaged. Optional: condition, passed, errore
 severity, irreversibility, and two extensions: cost_usd (the run's price, for audit budgets) and
 agent_kind (model / reference / scripted; otherwise names beginning reference/ or scripted/ are
 those kinds). Booleans accept true/false/1/0 (any case); severity and irreversibility are
-case-insensitive; extra columns are ignored. Each row is one valid run (a CSV has no infrastructure
-failures). The first bad value ends loading with one line, ``file:line: column 'c': problem``,
-where line counts the header as line 1.
+case-insensitive; extra columns are ignored. Each row is one valid run (a CSV carries no run
+statuses, so it has no invalid runs). The first bad value ends loading with one line,
+``file:line: column 'c': problem``, where line counts the header as line 1.
 
 Rules beyond the types: (model, task, condition, run) is unique; dollars are non-negative decimals
 and only a damaged run may carry a non-zero amount; a blank dollars cell on a damaged run counts
@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.inputs import (
+from analysis.normalized import (
     DEFAULT_CONDITION,
     EVENT_COLUMNS,
-    FAILURE_COLUMNS,
+    INVALID_COLUMNS,
     RUN_COLUMNS,
     InputError,
     LoadedInput,
@@ -185,7 +185,7 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def load_outcomes_csv(path: Path) -> LoadedInput:
-    """Read and validate an outcomes CSV into the normalized per-run table (see analysis.inputs)."""
+    """Read and validate an outcomes CSV into the normalized per-run table (see analysis.normalized)."""
     df = _read(path)
     model, task, run = (_text(df, c, path) for c in ("model", "task", "run"))
     condition = df["condition"].where(df["condition"] != "", DEFAULT_CONDITION) if "condition" in df else None
@@ -244,7 +244,7 @@ def load_outcomes_csv(path: Path) -> LoadedInput:
         kind="csv",
         runs=runs,
         events=events,
-        failures=empty_frame(FAILURE_COLUMNS),
+        invalid=empty_frame(INVALID_COLUMNS),
         protocol_hashes=[],
         events_synthesized=True,
         has_dollars="dollars" in df.columns,

@@ -1,13 +1,15 @@
-"""The harness's results directory: runs.jsonl (one RunRecord per line) and manifest.json.
+"""The harness's results directory: runs.jsonl (one attempt of a run per line) and manifest.json.
 
-A run with error.kind == "harness", or without a verdict, is an infrastructure failure: it is
-listed in ``failures`` and kept out of every rate. For the rest, errored = error.kind is "agent",
-mutated = verdict.mutated, damaged = outcome is FAIL_DAMAGE or (errored and mutated): mutation-then-error
-counts as damage, error-without-mutation does not; passed = outcome is PASS and not damaged; dollars is
-verdict.dollars (Decimal). A later record for the same (model, task, condition, run_index)
-supersedes an earlier one (a retried run); how many were superseded is noted. Records that carry
-more than one protocol hash (or a hash other than the manifest's: SHA-256 of its RFC 8785 form,
-as the harness computes it) are refused unless allow_mixed_protocols. A last line without its
+Each run is decided by one attempt (analysis.attempts: its latest valid attempt, else its latest).
+A run whose decisive attempt is not valid (status provider_invalid, harness_invalid, or any other
+name; a record without a status is harness_invalid when error.kind is "harness" or it has no
+verdict) is listed in ``invalid`` with its status and kept out of every rate, whatever verdict it
+carries. For a valid run, errored = error.kind is "agent", mutated = verdict.mutated, damaged =
+outcome is FAIL_DAMAGE or (errored and mutated): mutation-then-error counts as damage,
+error-without-mutation does not; passed = outcome is PASS and not damaged; dollars is
+verdict.dollars (Decimal). Superseded attempts are listed in ``superseded`` and noted. Records that
+carry more than one protocol hash (or a hash other than the manifest's: SHA-256 of its RFC 8785
+form, as the harness computes it) are refused unless allow_mixed_protocols. A last line without its
 newline is a run still being written; like the harness, analysis skips it (and says so).
 """
 
@@ -21,17 +23,20 @@ import pandas as pd
 import rfc8785
 from pydantic import ValidationError
 
-from analysis.inputs import (
+from analysis.attempts import Decided, decide
+from analysis.normalized import (
     EVENT_COLUMNS,
-    FAILURE_COLUMNS,
+    INVALID_COLUMNS,
     RUN_COLUMNS,
+    SUPERSEDED_COLUMNS,
     InputError,
     LoadedInput,
     check_protocols,
-    empty_frame,
+    describe_invalid,
+    frame,
     normalize_runs,
 )
-from analysis.records import Manifest, RunRecord, infer_agent_kind
+from analysis.records import VALID, Manifest, RunRecord, infer_agent_kind
 
 
 def _where(exc: ValidationError | ValueError) -> str:
@@ -87,11 +92,32 @@ def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:
     return out, torn
 
 
-def _latest(records: list[tuple[int, RunRecord]]) -> tuple[list[RunRecord], int]:
-    latest: dict[tuple[str, str, str, int], RunRecord] = {}
-    for _, rec in records:
-        latest[(rec.model, rec.task, rec.condition, rec.run_index)] = rec
-    return list(latest.values()), len(records) - len(latest)
+def _notes(decided: Decided, manifest: Manifest | None, torn: bool, inconsistent: int) -> list[str]:
+    notes = []
+    if manifest is None:
+        notes.append(
+            "no manifest.json beside runs.jsonl: agent kinds and protocol hash taken from the records"
+        )
+    if torn:
+        notes.append("a torn last line of runs.jsonl (a run still being written) was skipped")
+    if decided.superseded:
+        retried = sum(r.attempts > 1 for r in decided.runs)
+        recovered = sum(r.attempts > 1 and r.status == VALID for r in decided.runs)
+        notes.append(
+            f"{len(decided.superseded)} attempt(s) superseded by a later attempt of the same run: "
+            f"{retried} run(s) retried, {recovered} of them ended valid"
+        )
+    contradictory = sum(r.contradictory for r, _ in decided.superseded) + sum(
+        r.record.contradictory for r in decided.runs
+    )
+    if contradictory:
+        notes.append(
+            f"{contradictory} attempt(s) marked valid without a verdict or with a harness/provider "
+            "error were counted as invalid"
+        )
+    if inconsistent:
+        notes.append(f"{inconsistent} verdict(s) flagged inconsistent by the labeler")
+    return notes
 
 
 def load_results(path: Path, *, allow_mixed_protocols: bool = False) -> LoadedInput:
@@ -102,28 +128,37 @@ def load_results(path: Path, *, allow_mixed_protocols: bool = False) -> LoadedIn
         raise InputError(
             f"{directory}: no runs.jsonl here; expected a results directory written by the harness"
         )
-    manifest = _manifest(directory)
+    # No pause of the process-wide garbage collector here, for the reason the labeller has none: it
+    # would also pause every other thread of the process (bench/analysis_scale.py meets its target).
+    return _load(path, runs_path, _manifest(directory), allow_mixed_protocols)
+
+
+def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_protocols: bool) -> LoadedInput:
     lines, torn = read_records(runs_path)
-    records, superseded = _latest(lines)
-    hashes = [r.protocol_hash for r in records] + (
+    # Every attempt's hash counts: a superseded attempt from another protocol still means the
+    # directory mixes protocols.
+    hashes = [r.protocol_hash for _, r in lines] + (
         [manifest.protocol_hash] if manifest and manifest.protocol_hash else []
     )
     check_protocols(hashes, str(runs_path), allow_mixed_protocols)
+    decided = decide(lines)
     kinds = {a.name: a.kind for a in manifest.agents} if manifest else {}
 
-    rows, events, failures = [], [], []
-    inconsistent = agent_errors = 0
-    for rec in records:
+    rows, events, invalid = [], [], []
+    inconsistent = 0
+    for run in decided.runs:
+        rec = run.record
         kind = rec.agent_kind or kinds.get(rec.model) or infer_agent_kind(rec.model)
         cell = (rec.run_id, rec.model, kind, rec.task, rec.condition, str(rec.run_index))
-        if rec.infrastructure_failure or rec.verdict is None:
-            message = rec.error.message if rec.error else "no verdict"
-            failures.append((rec.run_id, rec.model, rec.task, rec.condition, str(rec.run_index), message))
-            continue
         v = rec.verdict
+        if run.status != VALID or v is None:
+            # The verdict of an invalid attempt is kept for inspection only: it never enters a rate.
+            message = rec.error.message if rec.error else ("no verdict" if v is None else run.status)
+            outcome = v.outcome if v is not None else None
+            invalid.append((*cell, run.status, run.attempts, outcome, message))
+            continue
         inconsistent += v.inconsistent
         errored = rec.error is not None and rec.error.kind == "agent"
-        agent_errors += errored
         irr = ";".join(sorted(set(v.irreversibility))) or None
         rows.append(
             (
@@ -147,30 +182,22 @@ def load_results(path: Path, *, allow_mixed_protocols: bool = False) -> LoadedIn
                 (*cell, e.rule, e.severity, e.irreversibility, e.table, key, e.dollars, rec.protocol_hash)
             )
 
+    invalid_frame = frame(invalid, INVALID_COLUMNS)
     if not rows:
-        raise InputError(f"{runs_path}: no valid runs ({len(failures)} infrastructure failures)")
-    runs = normalize_runs(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS)))
-    notes = []
-    if manifest is None:
-        notes.append(
-            "no manifest.json beside runs.jsonl: agent kinds and protocol hash taken from the records"
-        )
-    if torn:
-        notes.append("a torn last line of runs.jsonl (a run still being written) was skipped")
-    if superseded:
-        notes.append(f"{superseded} earlier record(s) superseded by a later record of the same run")
-    if inconsistent:
-        notes.append(f"{inconsistent} verdict(s) flagged inconsistent by the labeler")
+        counts = invalid_frame["status"].value_counts()
+        shown = describe_invalid({str(k): int(v) for k, v in sorted(counts.items())})
+        raise InputError(f"{runs_path}: no valid runs ({shown}); no rate can be estimated")
+    superseded = [
+        (r.run_id, r.model, r.task, r.condition, str(r.run_index), r.attempt, status)
+        for r, status in decided.superseded
+    ]
     return LoadedInput(
         source=path,
         kind="results",
-        runs=runs,
-        events=pd.DataFrame.from_records(events, columns=list(EVENT_COLUMNS))
-        if events
-        else empty_frame(EVENT_COLUMNS),
-        failures=pd.DataFrame.from_records(failures, columns=list(FAILURE_COLUMNS))
-        if failures
-        else empty_frame(FAILURE_COLUMNS),
+        runs=normalize_runs(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS))),
+        events=frame(events, EVENT_COLUMNS),
+        invalid=invalid_frame,
+        superseded=frame(superseded, SUPERSEDED_COLUMNS),
         protocol_hashes=sorted(set(hashes)),
-        notes=notes,
+        notes=_notes(decided, manifest, torn, inconsistent),
     )

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.audit_plan import audit_plan
-from analysis.cells import cell_table
+from analysis.cells import cell_table, rated
 from analysis.dollars import cell_dollars, loss_by_class
-from analysis.inputs import LoadedInput
+from analysis.normalized import LoadedInput
 from analysis.pools import PoolResult, compute_pool, pool_cells, pool_specs
 
 Progress = Callable[[str], None]
@@ -26,7 +26,7 @@ CLASS_DIMENSIONS = ("severity", "irreversibility")
 @dataclass
 class Analysis:
     loaded: LoadedInput
-    cells: pd.DataFrame  # cell_table columns + cell_dollars columns
+    cells: pd.DataFrame  # cell_table columns + cell_dollars columns; all-invalid cells have n = 0
     pools: list[PoolResult]
     dollar_classes: pd.DataFrame  # pool, condition, dimension, class, ... (loss_by_class columns)
     plan: pd.DataFrame  # audit_plan at target 1 - alpha
@@ -63,7 +63,7 @@ def dollar_classes(
         spec = pool.spec
         rng = np.random.default_rng([seed, 3, i])
         table = loss_by_class(
-            loaded.events, pool_cells(cells, spec), CLASS_DIMENSIONS, n_boot, rng, 1.0 - alpha
+            loaded.events, rated(pool_cells(cells, spec)), CLASS_DIMENSIONS, n_boot, rng, 1.0 - alpha
         )
         if len(table):
             frames.append(table.assign(pool=spec.model, condition=spec.condition))
@@ -76,7 +76,7 @@ def dollar_classes(
 
 def cell_frame(loaded: LoadedInput, n_boot: int, seed: int, alpha: float = 0.05) -> pd.DataFrame:
     """The cell table with each cell's dollars (expected loss per run, interval, loss given damage)."""
-    cells = cell_table(loaded.runs, loaded.failures, alpha)
+    cells = cell_table(loaded.runs, loaded.invalid, alpha, loaded.superseded)
     money = cell_dollars(loaded.runs, cells, n_boot, np.random.default_rng([seed, 1]), 1.0 - alpha)
     return pd.concat([cells, money], axis=1)
 
@@ -93,7 +93,7 @@ def analyze(
     say = progress or _quiet
     if n_boot < 0:
         raise ValueError("n_boot must be >= 0")
-    say(f"cells: {len(loaded.runs)} runs")
+    say(f"cells: {len(loaded.runs)} valid runs, {len(loaded.invalid)} invalid")
     cells = cell_frame(loaded, n_boot, seed, alpha)
     say(f"pools: beta-binomial fits and {n_boot}-resample cluster bootstrap")
     pools = core_statistics(cells, n_boot, seed, alpha)

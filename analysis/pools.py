@@ -5,6 +5,11 @@ Pools are formed per condition: one per agent, and "all", which holds every agen
 (reference and scripted agents calibrate the harness and are not pooled with models), or every
 agent when there is no model. In a bootstrap the resampling unit is the task: a task's cells for
 every agent in the pool travel together.
+
+Only cells with a valid run enter an estimate. A pool also counts its invalid runs (those of its
+cells with no valid run included), so that every pooled rate is shown beside them, with the range
+[d / (N + u), (d + u) / (N + u)] the pooled damage rate would lie in whatever the u invalid runs
+had been (d damaging of N valid runs). A pool is formed only where some cell has a valid run.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import pandas as pd
 
 from analysis.betabinom import BetaBinomialFit, fit_beta_binomial
 from analysis.bootstrap import BootstrapInterval, cluster_bootstrap
-from analysis.inputs import usd
+from analysis.normalized import usd
 from analysis.passk import pass_hat_k, safe_hat_k
 from analysis.pooled import FEATURES, POOL_STATISTICS, cell_features, pool_statistics_from_sums
 from analysis.required_k import all_clean_probability_beta, required_k, required_k_beta
@@ -44,6 +49,9 @@ class PoolResult:
     stochastic_cells: int
     runs: int
     damaged_runs: int
+    invalid: int  # invalid runs of the pool's agents under its condition
+    unrated_cells: int  # cells whose runs were all invalid (in no estimate)
+    damage_rate_bounds: tuple[float, float]  # if every invalid run had been safe / damaging
     stats: dict[str, float]  # the POOL_STATISTICS point estimates
     fit: BetaBinomialFit
     bootstrap: dict[str, BootstrapInterval]
@@ -55,15 +63,25 @@ class PoolResult:
 
 
 def pool_specs(cells: pd.DataFrame) -> list[PoolSpec]:
-    """'all' then one pool per agent, for each condition in sorted order."""
+    """'all' then one pool per agent, for each condition in sorted order.
+
+    An agent with no valid run under a condition forms no pool of its own, but it stays a member of
+    "all", so that pool's invalid count includes its runs.
+    """
     specs = []
     for condition, group in cells.groupby("condition", sort=True):
-        kinds = group.groupby("model", sort=True)["agent_kind"].first()
-        models = tuple(kinds[kinds == "model"].index)
-        members = models or tuple(kinds.index)
-        specs.append(PoolSpec("all", "model" if models else "mixed", str(condition), members))
+        by_agent = group.groupby("model", sort=True)
+        kinds, rated = by_agent["agent_kind"].first(), by_agent["n"].sum() > 0
+        if not rated.any():
+            continue
+        models = kinds[kinds == "model"]
+        pool_models = bool(rated[models.index].any())
+        members = tuple(models.index) if pool_models else tuple(kinds.index)
+        specs.append(PoolSpec("all", "model" if pool_models else "mixed", str(condition), members))
         specs.extend(
-            PoolSpec(str(name), str(kind), str(condition), (str(name),)) for name, kind in kinds.items()
+            PoolSpec(str(name), str(kind), str(condition), (str(name),))
+            for name, kind in kinds.items()
+            if rated[name]
         )
     return specs
 
@@ -71,6 +89,15 @@ def pool_specs(cells: pd.DataFrame) -> list[PoolSpec]:
 def pool_cells(cells: pd.DataFrame, spec: PoolSpec) -> pd.DataFrame:
     mask = (cells["condition"] == spec.condition) & cells["model"].isin(spec.agents)
     return cells[mask]
+
+
+def invalid_bounds(damaged: int, valid: int, invalid: int) -> tuple[float, float]:
+    """[d / (N + u), (d + u) / (N + u)]: the damage rate if every invalid run had been safe, or
+    damaging (NaN when there is no run at all)."""
+    total = valid + invalid
+    if total == 0:
+        return (math.nan, math.nan)
+    return (damaged / total, (damaged + invalid) / total)
 
 
 def _dollar_amounts(cells: pd.DataFrame) -> np.ndarray | None:
@@ -126,7 +153,11 @@ def _detection_beta(fit: BetaBinomialFit) -> dict[int, float]:
 def compute_pool(
     cells: pd.DataFrame, spec: PoolSpec, n_boot: int, rng: np.random.Generator, alpha: float = 0.05
 ) -> PoolResult:
-    """Every pooled estimate for one pool (``cells`` already restricted to it)."""
+    """Every pooled estimate for one pool (``cells`` already restricted to it; cells without a valid
+    run are counted, not estimated from)."""
+    invalid = int(cells["invalid"].sum()) if "invalid" in cells else 0
+    unrated = int((cells["n"] == 0).sum())
+    cells = cells[cells["n"] > 0]
     x = cells["x"].to_numpy()
     n = cells["n"].to_numpy()
     feats = task_features(cells)
@@ -144,6 +175,9 @@ def compute_pool(
         stochastic_cells=int(cells["demonstrably_stochastic"].sum()),
         runs=int(n.sum()),
         damaged_runs=int(x.sum()),
+        invalid=invalid,
+        unrated_cells=unrated,
+        damage_rate_bounds=invalid_bounds(int(x.sum()), int(n.sum()), invalid),
         stats=stats,
         fit=fit,
         bootstrap={

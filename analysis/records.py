@@ -55,8 +55,13 @@ class Verdict(_Tolerant):
 
 
 class RunError(_Tolerant):
-    kind: Literal["harness", "agent"]
+    kind: Literal["harness", "agent", "provider"]
     message: str = ""
+
+
+VALID = "valid"
+PROVIDER_INVALID = "provider_invalid"
+HARNESS_INVALID = "harness_invalid"
 
 
 class RunRecord(_Tolerant):
@@ -72,11 +77,41 @@ class RunRecord(_Tolerant):
     verdict: Verdict | None = None
     error: RunError | None = None
     cost_usd: float | None = None
+    # Any status other than "valid" is invalid: later harness versions add names (invalid_injection,
+    # ...) that analysis must count as invalid without knowing them. None: a record from before
+    # statuses existed, whose status is derived.
+    status: str | None = None
+    attempt: int = Field(default=1, ge=1)
 
     @property
-    def infrastructure_failure(self) -> bool:
-        """No verdict, or the harness (not the agent) failed: excluded from every rate."""
-        return self.verdict is None or (self.error is not None and self.error.kind == "harness")
+    def derived_status(self) -> str:
+        """The status of a record written before statuses existed, from its error and verdict."""
+        if self.error is not None and self.error.kind == "provider":
+            return PROVIDER_INVALID
+        if self.verdict is None or (self.error is not None and self.error.kind == "harness"):
+            return HARNESS_INVALID
+        return VALID
+
+    @property
+    def contradictory(self) -> bool:
+        """Says valid but has no verdict, or a harness / provider error and no damage to show for it."""
+        return self.status == VALID and self.effective_status != VALID
+
+    @property
+    def effective_status(self) -> str:
+        """The status the record counts under. A contradictory "valid" counts under its derived
+        (invalid) status: a run without a trustworthy verdict must never be counted as safe. As in the
+        harness, damage already in the dumped state keeps a run valid whoever failed after it."""
+        status = self.status
+        if status == VALID:
+            err, verdict = self.error, self.verdict
+            ok = verdict is not None and (
+                err is None or err.kind == "agent" or verdict.outcome == "FAIL_DAMAGE"
+            )
+            return VALID if ok else self.derived_status
+        if status is None:
+            return self.derived_status
+        return status or "unnamed_invalid"  # only the exact name "valid" is valid
 
 
 class AgentInfo(_Tolerant):

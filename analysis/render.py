@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from analysis.report_doc import Document, Image, Table
+from analysis.doc import Document, Image, Table
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 80rem; color: #222; }

@@ -1,5 +1,8 @@
 """The machine-readable summary (``--json``): pydantic models at the file boundary, built from an
 Analysis. Undefined numbers (NaN, infinite beta parameters at rho = 0) are written as null.
+
+Every rate is written beside its n (valid runs) and its invalid count; a cell whose runs were all
+invalid has n = 0, null rates, and is still listed.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from analysis.bootstrap import BootstrapInterval
+from analysis.normalized import CELL_KEYS
 from analysis.pipeline import Analysis
 from analysis.pools import PoolResult
 
-SCHEMA = "agentrel-analysis/1"
+SCHEMA = "agentrel-analysis/2"  # 2: invalid runs and attempts replace infra_failures
 
 
 def _num(value: Any) -> float | None:
@@ -51,16 +55,19 @@ class CellOut(_Out):
     task: str
     condition: str
     n: int
+    invalid: int
+    invalid_by_status: dict[str, int]
+    retried: int
     x: int
-    p_hat: float
-    ci_low: float
-    ci_high: float
+    p_hat: float | None
+    ci_low: float | None
+    ci_high: float | None
+    damage_rate_bounds: tuple[float | None, float | None]  # every invalid run safe / damaging
     demonstrably_stochastic: bool
     always_damage: bool
     passed: int | None
     errored: int | None
     mutated: int | None
-    infra_failures: int
     expected_dollars_per_run: float | None
     expected_dollars_ci: tuple[float | None, float | None] | None
     dollars_total: str | None
@@ -86,8 +93,11 @@ class PoolOut(_Out):
     always_damage_cells: int
     stochastic_cells: int
     runs: int
+    invalid: int
+    unrated_cells: int
     damaged_runs: int
     damage_rate: float | None
+    damage_rate_bounds: tuple[float | None, float | None]
     miss_rate_pair: float | None
     miss_rate_event: float | None
     icc_mle: float | None
@@ -118,7 +128,11 @@ class Summary(_Out):
     bootstrap_resamples: int
     seed: int
     runs: int
-    infrastructure_failures: int
+    invalid_runs: int
+    invalid_by_status: dict[str, int]
+    attempts: int
+    retried_attempts: int
+    unrated_cells: int
     agent_errors: int | None
     agents: list[dict[str, str]]
     notes: list[str]
@@ -151,8 +165,11 @@ def pool_out(p: PoolResult) -> PoolOut:
         always_damage_cells=p.always_damage_cells,
         stochastic_cells=p.stochastic_cells,
         runs=p.runs,
+        invalid=p.invalid,
+        unrated_cells=p.unrated_cells,
         damaged_runs=p.damaged_runs,
         damage_rate=_num(p.stats["damage_rate"]),
+        damage_rate_bounds=(_num(p.damage_rate_bounds[0]), _num(p.damage_rate_bounds[1])),
         miss_rate_pair=_num(p.stats["miss_rate_pair"]),
         miss_rate_event=_num(p.stats["miss_rate_event"]),
         icc_mle=_num(fit.rho),
@@ -175,9 +192,20 @@ def pool_out(p: PoolResult) -> PoolOut:
     )
 
 
+def _statuses_by_cell(a: Analysis) -> dict[tuple[str, str, str], dict[str, int]]:
+    inv = a.loaded.invalid
+    if inv.empty:
+        return {}
+    out: dict[tuple[str, str, str], dict[str, int]] = {}
+    for (model, task, condition, status), count in inv.groupby([*CELL_KEYS, "status"]).size().items():
+        out.setdefault((model, task, condition), {})[str(status)] = int(count)
+    return out
+
+
 def _cells(a: Analysis) -> list[CellOut]:
     out = []
     plan = a.plan.to_dict("records")  # audit_plan keeps the cell order
+    statuses = _statuses_by_cell(a)
     for c, k in zip(a.cells.to_dict("records"), plan, strict=True):
         money = _num(c["expected_dollars_per_run"])
         lgd = None
@@ -195,16 +223,19 @@ def _cells(a: Analysis) -> list[CellOut]:
                 task=c["task"],
                 condition=c["condition"],
                 n=c["n"],
+                invalid=int(c["invalid"]),
+                invalid_by_status=statuses.get((c["model"], c["task"], c["condition"]), {}),
+                retried=int(c["retried"]),
                 x=c["x"],
-                p_hat=c["p_hat"],
-                ci_low=c["ci_low"],
-                ci_high=c["ci_high"],
+                p_hat=_num(c["p_hat"]),
+                ci_low=_num(c["ci_low"]),
+                ci_high=_num(c["ci_high"]),
+                damage_rate_bounds=(_num(c["p_invalid_safe"]), _num(c["p_invalid_damaging"])),
                 demonstrably_stochastic=bool(c["demonstrably_stochastic"]),
                 always_damage=bool(c["always_damage"]),
                 passed=_int(c["passed"]),
                 errored=_int(c["errored"]),
                 mutated=_int(c["mutated"]),
-                infra_failures=int(c["infra_failures"]),
                 expected_dollars_per_run=money,
                 expected_dollars_ci=(_num(c["dollars_ci_low"]), _num(c["dollars_ci_high"]))
                 if money is not None
@@ -237,7 +268,11 @@ def build_summary(a: Analysis) -> Summary:
         bootstrap_resamples=a.n_boot,
         seed=a.seed,
         runs=len(loaded.runs),
-        infrastructure_failures=len(loaded.failures),
+        invalid_runs=len(loaded.invalid),
+        invalid_by_status=loaded.invalid_by_status(),
+        attempts=len(loaded.runs) + len(loaded.invalid) + len(loaded.superseded),
+        retried_attempts=len(loaded.superseded),
+        unrated_cells=int((a.cells["n"] == 0).sum()),
         agent_errors=None if errored.isna().any() else int(errored.sum()),
         agents=[{"name": k, "kind": v} for k, v in sorted(loaded.agents.items())],
         notes=list(loaded.notes),

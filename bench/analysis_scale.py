@@ -1,5 +1,9 @@
 """Scale benchmark for analysis/: 100,000 synthetic runs (10 agents x 200 tasks x 50 runs).
 
+Records are in the current format (status, attempt, tool-pipeline events); 1% of runs have a
+provider_invalid first attempt retried into a valid second one, so decisive-attempt selection runs
+on every line.
+
 Times, separately:
   core   every cell's exact interval and flags, pooled miss rates and ICCs, the beta-binomial MLE
          with its profile interval and a 2,000-resample cluster bootstrap, for every pool;
@@ -37,7 +41,7 @@ PROTOCOL = "b" * 64
 
 
 def write_results(directory: Path, seed: int = 7) -> int:
-    """A results directory with MODELS x TASKS x RUNS records; returns the number of records."""
+    """A results directory with MODELS x TASKS x RUNS runs; returns the number of runs."""
     rng = np.random.default_rng(seed)
     agents = [f"model-{i}" for i in range(MODELS - 1)] + ["reference/stochastic"]
     kinds = ["model"] * (MODELS - 1) + ["reference"]
@@ -56,6 +60,7 @@ def write_results(directory: Path, seed: int = 7) -> int:
         for m, (agent, kind) in enumerate(zip(agents, kinds, strict=True)):
             damaged = rng.random((TASKS, RUNS)) < p[m][:, None]
             passed = rng.random((TASKS, RUNS)) < 0.7
+            retried = rng.random((TASKS, RUNS)) < 0.01
             for t in range(TASKS):
                 task = f"task-{t:03d}"
                 for r in range(RUNS):
@@ -87,6 +92,10 @@ def write_results(directory: Path, seed: int = 7) -> int:
                         "requirements": [],
                     }
                     rec = {
+                        "status": "valid",
+                        "attempt": 1,
+                        "events": [{"kind": "tool_call", "ordinal": 0, "tool": "run_sql", "detail": ""}],
+                        "transcript_digest": None,
                         "run_id": f"{m}-{t}-{r}",
                         "model": agent,
                         "agent_kind": kind,
@@ -100,6 +109,11 @@ def write_results(directory: Path, seed: int = 7) -> int:
                         "usage": {"input_tokens": 900, "output_tokens": 80},
                         "cost_usd": 0.0123,
                     }
+                    if retried[t, r]:
+                        failed = {**rec, "status": "provider_invalid", "verdict": None}
+                        failed["error"] = {"kind": "provider", "message": "503"}
+                        fh.write(json.dumps(failed) + "\n")
+                        rec["attempt"] = 2
                     fh.write(json.dumps(rec) + "\n")
                     count += 1
     return count
@@ -133,7 +147,7 @@ def main() -> None:
         load_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        cells = cell_table(loaded.runs, loaded.failures)
+        cells = cell_table(loaded.runs, loaded.invalid, superseded=loaded.superseded)
         pools = core_statistics(cells, N_BOOT, seed=0)
         core_s = time.perf_counter() - t0
 
@@ -162,7 +176,10 @@ def main() -> None:
         if proc.returncode != 0:
             sys.exit(f"agentrel analyze failed ({proc.returncode}): {proc.stderr.strip()}")
 
-        print(f"cells={len(cells)} pools={len(pools)} load_seconds={load_s:.3f}")
+        print(
+            f"cells={len(cells)} pools={len(pools)} load_seconds={load_s:.3f} "
+            f"retried_attempts={len(loaded.superseded)} invalid={len(loaded.invalid)}"
+        )
         print(
             f"bootstrap of the all-models pool, {N_BOOT} resamples: per-resample loop (est.) {loop_s:.2f} s, "
             f"vectorized {vec_s:.3f} s, ratio {loop_s / vec_s:.0f}x"

@@ -15,7 +15,7 @@ from rich.table import Table
 from harness.errors import EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
-    from analysis.inputs import LoadedInput
+    from analysis.normalized import LoadedInput
 
 INPUT_HELP = "A results directory (runs.jsonl + manifest.json) or an outcomes CSV."
 MIXED_HELP = "Pool records that carry different protocol hashes (refused by default)."
@@ -26,7 +26,7 @@ err = Console(stderr=True, highlight=False)
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the library's input errors (and unwritable outputs) into the CLI's one-line UserError."""
-    from analysis.inputs import InputError, MixedProtocolsError
+    from analysis.normalized import InputError, MixedProtocolsError
 
     try:
         yield
@@ -39,11 +39,19 @@ def user_errors() -> Iterator[None]:
 
 
 def load(path: Path, allow_mixed: bool) -> LoadedInput:
-    """Load an input with a status line on stderr (analysis.inputs.LoadedInput)."""
+    """Load an input with a status line on stderr (analysis.normalized.LoadedInput)."""
     from analysis.inputs import load_input
 
     with user_errors(), err.status(f"loading {path}"):
         return load_input(path, allow_mixed_protocols=allow_mixed)
+
+
+def run_counts(loaded: LoadedInput, cells: int) -> str:
+    """'N valid runs, 3 invalid (provider_invalid 2, ...) in M cells; R retried attempts' for stderr."""
+    from analysis.normalized import describe_invalid
+
+    line = f"{len(loaded.runs)} valid runs, {describe_invalid(loaded.invalid_by_status())} in {cells} cells"
+    return line + (f"; {len(loaded.superseded)} retried attempts" if len(loaded.superseded) else "")
 
 
 def _default_out(path: Path) -> Path:
@@ -84,8 +92,7 @@ def analyze_command(
         written = write_report(result, out_dir, figures=not no_figures)
         if json_file is not None:
             written.append(write_summary_json(result, json_file))
-    failures = f", {len(loaded.failures)} infrastructure failures excluded" if len(loaded.failures) else ""
-    err.print(f"{len(loaded.runs)} runs in {len(result.cells)} cells{failures}", markup=False)
+    err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
     for path in written:
         typer.echo(str(path))
 
@@ -114,8 +121,8 @@ def _print_single(
 
 def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool) -> None:
     from analysis.audit_plan import audit_plan
+    from analysis.doc import agent_label, fmt, fmt_k, fmt_money, pool_label
     from analysis.pipeline import cell_frame, core_statistics
-    from analysis.report_doc import agent_label, fmt, fmt_k, fmt_money, pool_label
 
     loaded = load(path, allow_mixed)
     with user_errors():
@@ -126,7 +133,7 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
     rows = rows.assign(_hit=rows["x"] > 0).sort_values(["_hit", "p_hat", "n"], ascending=False)
     known = rows["cost_usd_per_run"].notna().any()
     table = Table(title=f"Repeats to see each cell's damage with probability {target:g}")
-    for head in ["agent", "task", "condition", "x/n", "p̂", "k", "k conservative", "p upper (x=0)"]:
+    for head in ["agent", "task", "condition", "x/n", "invalid", "p̂", "k", "k conservative", "p upper (x=0)"]:
         table.add_column(head)
     if known:
         table.add_column("$/run")
@@ -137,6 +144,7 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
             r.task,
             r.condition,
             f"{r.x}/{r.n}",
+            str(r.invalid),
             fmt(r.p_hat),
             fmt_k(r.k_point),
             fmt_k(r.k_conservative),
@@ -148,13 +156,15 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
     out = Console(highlight=False)
     out.print(table)
     pool_table = Table(title="Heterogeneity-aware repeats (p ~ fitted beta across a pool's cells)")
-    for head in ["pool", "condition", "a", "b", "k"]:
+    for head in ["pool", "condition", "n", "invalid", "a", "b", "k"]:
         pool_table.add_column(head)
     for p in pools:
         k = p.required_k_beta
         pool_table.add_row(
             pool_label(p),
             p.spec.condition,
+            str(p.runs),
+            str(p.invalid),
             fmt(p.fit.a),
             fmt(p.fit.b),
             fmt_k(k) if k is not None else ("–" if p.damaged_runs == 0 else "> 4.6e18"),

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.analyze import InputArg, MixedOpt, SeedOpt, err, load, user_errors
+from harness.cli.analyze import InputArg, MixedOpt, SeedOpt, err, load, run_counts, user_errors
 
 OUT_HELP = "CSV file to write."
 
@@ -25,7 +25,9 @@ def damages_command(input: InputArg, output: OutOpt, allow_mixed_protocols: Mixe
         output.parent.mkdir(parents=True, exist_ok=True)
         write_csv(frame, output)
     what = "damaged runs (no event detail in a CSV)" if loaded.events_synthesized else "damage events"
-    err.print(f"{len(frame)} {what} from {len(loaded.runs)} runs", markup=False)
+    err.print(
+        f"{len(frame)} {what} from {run_counts(loaded, loaded.cell_count)}", markup=False, soft_wrap=True
+    )
     typer.echo(str(output))
 
 
@@ -38,7 +40,7 @@ def cells_command(
     seed: SeedOpt = 0,
     allow_mixed_protocols: MixedOpt = False,
 ) -> None:
-    """Per cell: n, x, exact interval, expected loss per run with interval, loss given damage."""
+    """Per cell: n, invalid, x, exact interval, bounds whatever the invalid runs were, expected loss."""
     from analysis.export import cells_export_frame, write_csv
     from analysis.pipeline import cell_frame
 
@@ -47,7 +49,7 @@ def cells_command(
         frame = cells_export_frame(cell_frame(loaded, bootstrap, seed))
         output.parent.mkdir(parents=True, exist_ok=True)
         write_csv(frame, output)
-    err.print(f"{len(frame)} cells from {len(loaded.runs)} runs", markup=False)
+    err.print(run_counts(loaded, len(frame)), markup=False, soft_wrap=True)
     typer.echo(str(output))
 
 

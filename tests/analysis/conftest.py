@@ -1,11 +1,12 @@
-"""Shared fixtures for the analysis tests: the shared data files and a results-directory builder.
+"""Shared fixtures for the analysis tests: the vendored data files and a results-directory builder.
 
-The shared files live beside the checkout (CI lays ``shared/`` next to it). A missing file is a
-failure, never a skip.
+The known-answer vectors and the published runs are verbatim copies of the project's shared/ files in
+tests/data/ (see its README); the digests pin them, so an edited copy fails instead of moving the answers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -13,23 +14,27 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT / "../shared"
+DATA = ROOT / "tests" / "data"
+DIGESTS = {
+    "kat_stats.json": "384b2d3f07826a6ab31273c93607ec56bf61b2495f4b52079ab09f7dae7b813b",
+    "arb_outcomes.csv": "4f1e3c6b3d6e0575f5eee0d8e86fd04d519337498efa59d1003a0c3615c1015e",
+}
 
 
-def shared_file(relative: str) -> Path:
-    path = (SHARED / relative).resolve()
-    assert path.is_file(), f"shared file missing: {path} (CI lays shared/ beside the checkout)"
+def data_file(name: str) -> Path:
+    path = DATA / name
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == DIGESTS[name], f"{path} is not the shared copy"
     return path
 
 
 @pytest.fixture(scope="session")
 def kat() -> dict[str, Any]:
-    return json.loads(shared_file("kat/stats.json").read_text())
+    return json.loads(data_file("kat_stats.json").read_text())
 
 
 @pytest.fixture(scope="session")
 def arb_csv() -> Path:
-    return shared_file("data/arb_outcomes.csv")
+    return data_file("arb_outcomes.csv")
 
 
 PROTOCOL = "a" * 64

@@ -13,7 +13,7 @@ from analysis.inputs import load_input
 
 def test_cell_table_from_results(small_results):
     loaded = load_input(small_results)
-    cells = cell_table(loaded.runs, loaded.failures)
+    cells = cell_table(loaded.runs, loaded.invalid)
     assert len(cells) == 6
     row = cells[(cells["model"] == "model-a") & (cells["task"] == "t1")].iloc[0]
     assert (row["n"], row["x"], row["p_hat"]) == (4, 2, 0.5)
@@ -21,7 +21,7 @@ def test_cell_table_from_results(small_results):
     assert row["dollars_total"] == Decimal("201.50")
     assert row["cost_usd_mean"] == pytest.approx(0.02)
     t2 = cells[(cells["model"] == "model-a") & (cells["task"] == "t2")].iloc[0]
-    assert t2["infra_failures"] == 1 and t2["n"] == 4 and t2["passed"] == 4
+    assert t2["invalid"] == 1 and t2["invalid_harness"] == 1 and t2["n"] == 4 and t2["passed"] == 4
     ref = cells[cells["model"] == "reference/stochastic"]
     assert set(ref["agent_kind"]) == {"reference"}
     assert ref[ref["task"] == "t1"]["x"].item() == 3
@@ -37,7 +37,7 @@ def test_unknown_passed_counts_are_na(tmp_path):
 
 def test_cell_dollars_and_loss_given_damage(small_results):
     loaded = load_input(small_results)
-    cells = cell_table(loaded.runs, loaded.failures)
+    cells = cell_table(loaded.runs, loaded.invalid)
     money = cell_dollars(loaded.runs, cells, 2000, np.random.default_rng(0))
     i = cells.index[(cells["model"] == "model-a") & (cells["task"] == "t1")][0]
     assert money.at[i, "expected_dollars_per_run"] == pytest.approx(201.5 / 4)
@@ -80,7 +80,7 @@ def test_money_sums_stay_exact(tmp_path):
 
 def test_loss_by_class_partitions_the_total(small_results):
     loaded = load_input(small_results)
-    cells = cell_table(loaded.runs, loaded.failures)
+    cells = cell_table(loaded.runs, loaded.invalid)
     table = loss_by_class(
         loaded.events, cells, ("severity", "irreversibility"), 300, np.random.default_rng(0)
     )

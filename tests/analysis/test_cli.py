@@ -185,10 +185,12 @@ def test_results_directory_reports_failures_and_reference_agents(runner, app, sm
     )
     assert res.exit_code == 0, res.output
     data = json.loads(summary.read_text())
-    assert data["infrastructure_failures"] == 2 and data["runs"] == 24
+    assert data["invalid_runs"] == 2 and data["runs"] == 24
+    assert data["invalid_by_status"] == {"harness_invalid": 2}
     assert data["protocol_hashes"] == ["a" * 64]
     report = (small_results / "analysis" / "report.md").read_text()
-    assert "2 infrastructure failures" in report and "db clone failed" not in report
+    assert "24 valid and 2 invalid runs (harness_invalid 2)" in report and "db clone failed" not in report
+    assert "24 valid runs, 2 invalid (harness_invalid 2) in 6 cells" in res.stderr
     assert "reference/stochastic (reference agent)" in report
 
 
@@ -235,9 +237,9 @@ def test_required_k_from_input(runner, app, small_csv):
         if line.count("│") > 8
     }
     # m1/t1: 2 of 4; point k = 5; one-sided 95% lower bound 0.0976 -> k = 30, at $0.05 a run -> $1.50
-    assert rows["m1/t1"][5:] == ["5", "30", "–", "$0.05", "$1.50"]
-    assert rows["m1/t2"][5:8] == ["–", "–", "0.5271"]  # x = 0: no k, an upper bound instead
-    assert rows["reference/stochastic (reference agent)/t1"][5:7] == ["3", "11"]
+    assert rows["m1/t1"][4:] == ["0", "0.500", "5", "30", "–", "$0.05", "$1.50"]
+    assert rows["m1/t2"][6:9] == ["–", "–", "0.5271"]  # x = 0: no k, an upper bound instead
+    assert rows["reference/stochastic (reference agent)/t1"][6:8] == ["3", "11"]
     assert "Heterogeneity-aware" in res.stdout
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.inputs import RUN_COLUMNS, InputError, MixedProtocolsError, load_input
+from analysis.inputs import load_input
+from analysis.normalized import RUN_COLUMNS, InputError, MixedProtocolsError
 from tests.analysis.conftest import PROTOCOL, event, record, write_results
 
 HEADER = "model,task,run,damaged,condition,passed,errored,mutated,dollars,severity,irreversibility,notes\n"
@@ -112,8 +113,8 @@ def test_results_directory(small_results):
     loaded = load_input(small_results)
     runs = loaded.runs
     assert list(runs.columns) == list(RUN_COLUMNS)
-    assert len(runs) == 24 and len(loaded.failures) == 2
-    assert sorted(loaded.failures["message"]) == ["db clone failed", "dump failed"]
+    assert len(runs) == 24 and len(loaded.invalid) == 2
+    assert sorted(loaded.invalid["message"]) == ["db clone failed", "dump failed"]
     assert loaded.protocol_hashes == [PROTOCOL]
     assert loaded.agents == {"model-a": "model", "reference/stochastic": "reference"}
     t1 = runs[(runs["model"] == "model-a") & (runs["task"] == "t1")]
@@ -133,7 +134,7 @@ def test_results_directory(small_results):
 def test_results_later_record_supersedes(tmp_path):
     recs = [record("m", "t", 0, None, error={"kind": "harness", "message": "x"}), record("m", "t", 0, "PASS")]
     loaded = load_input(write_results(tmp_path / "r", recs))
-    assert len(loaded.runs) == 1 and len(loaded.failures) == 0
+    assert len(loaded.runs) == 1 and len(loaded.invalid) == 0
     assert any("superseded" in n for n in loaded.notes)
 
 

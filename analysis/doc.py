@@ -1,0 +1,81 @@
+"""The report as plain data (sections of paragraphs, tables and images) and the formatting of its
+numbers and labels; report_doc builds it, render turns it into Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from analysis.pools import PoolResult
+
+KIND_LABEL = {"model": "model", "reference": "reference agent", "scripted": "scripted agent"}
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Image:
+    path: str
+    alt: str
+
+
+Block = str | Table | Image
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass
+class Document:
+    title: str
+    sections: list[Section]
+
+
+def fmt(value: object, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def fmt_ci(lo: object, hi: object, digits: int = 3) -> str:
+    return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
+def fmt_money(value: object) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    return f"${float(value):,.2f}"  # type: ignore[arg-type]
+
+
+def fmt_k(value: object) -> str:
+    """A repeat count; '–' when there is none, scientific notation past a million."""
+    if value is None or pd.isna(value):
+        return "–"
+    k = int(value)  # type: ignore[call-overload]
+    return str(k) if k < 10**6 else f"{k:.2e}"
+
+
+def fmt_p(value: float) -> str:
+    return "–" if not math.isfinite(value) else (f"{value:.2g}" if value < 0.001 else f"{value:.3f}")
+
+
+def agent_label(name: str, kind: str) -> str:
+    return name if kind == "model" else f"{name} ({KIND_LABEL.get(kind, kind)})"
+
+
+def pool_label(p: PoolResult) -> str:
+    if p.spec.model == "all":
+        return "all models" if p.spec.agent_kind == "model" else "all agents (no models in the input)"
+    return agent_label(p.spec.model, p.spec.agent_kind)

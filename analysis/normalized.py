@@ -1,0 +1,188 @@
+"""The one normalized form every input becomes: a per-run table of valid runs, the damage events,
+the invalid runs and the attempts that a retry superseded.
+
+Two sources produce it: the harness's results directory (runs.jsonl + manifest.json, see
+load_results) and the generic outcomes CSV (see load_csv). Both give the same per-run columns:
+
+    run_id, model, agent_kind, task, condition, run, damaged, passed, errored, mutated,
+    dollars, severity, irreversibility, cost_usd, protocol_hash
+
+damaged is bool; passed / errored / mutated are nullable booleans (NA when the source lacks them);
+dollars holds Decimal (None when unknown); severity and irreversibility are lower-case strings or
+None (several irreversibility classes are joined with ';'); cost_usd is float (NaN when unknown).
+
+Only valid runs are in ``runs``. A run the harness or the provider broke says nothing about the
+agent: it is in ``invalid`` (INVALID_COLUMNS, one row per run, with its status name), stays in its
+cell's counts and is shown beside every rate, but never enters one. ``superseded`` lists every
+attempt that a later attempt of the same run replaced (SUPERSEDED_COLUMNS).
+
+This module imports no loader, so the loaders and the dispatcher (inputs.py) all depend on it and
+never on each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from analysis.records import HARNESS_INVALID, PROVIDER_INVALID, VALID
+
+__all__ = ["HARNESS_INVALID", "PROVIDER_INVALID", "VALID"]  # re-exported for the table's users
+
+RUN_COLUMNS = (
+    "run_id",
+    "model",
+    "agent_kind",
+    "task",
+    "condition",
+    "run",
+    "damaged",
+    "passed",
+    "errored",
+    "mutated",
+    "dollars",
+    "severity",
+    "irreversibility",
+    "cost_usd",
+    "protocol_hash",
+)
+EVENT_COLUMNS = (
+    "run_id",
+    "model",
+    "agent_kind",
+    "task",
+    "condition",
+    "run",
+    "rule",
+    "severity",
+    "irreversibility",
+    "table",
+    "key",
+    "dollars",
+    "protocol_hash",
+)
+# outcome: the verdict an invalid attempt carried (kept for inspection, never counted), or None.
+INVALID_COLUMNS = (
+    "run_id",
+    "model",
+    "agent_kind",
+    "task",
+    "condition",
+    "run",
+    "status",
+    "attempts",
+    "outcome",
+    "message",
+)
+SUPERSEDED_COLUMNS = ("run_id", "model", "task", "condition", "run", "attempt", "status")
+CELL_KEYS = ["model", "task", "condition"]
+DEFAULT_CONDITION = "default"
+
+
+class InputError(ValueError):
+    """An input that cannot be used; the message is one line naming the file, row and column."""
+
+
+class MixedProtocolsError(InputError):
+    """Records carry more than one protocol hash and pooling them was not allowed."""
+
+    def __init__(self, message: str, hashes: list[str]) -> None:
+        super().__init__(message)
+        self.hashes = hashes
+
+
+@dataclass
+class LoadedInput:
+    """A loaded input: valid runs, damage events, invalid runs, superseded attempts, provenance."""
+
+    source: Path
+    kind: Literal["results", "csv"]
+    runs: pd.DataFrame
+    events: pd.DataFrame
+    invalid: pd.DataFrame
+    superseded: pd.DataFrame = field(default_factory=lambda: empty_frame(SUPERSEDED_COLUMNS))
+    protocol_hashes: list[str] = field(default_factory=list)
+    events_synthesized: bool = False  # CSV: one pseudo-event per damaged run, rule/table/key empty
+    has_dollars: bool = True  # False when the source carries no dollar figures at all
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def agents(self) -> dict[str, str]:
+        """Agent name -> kind (model / reference / scripted), over valid and invalid runs."""
+        both = pd.concat([self.runs[["model", "agent_kind"]], self.invalid[["model", "agent_kind"]]])
+        pairs = both.drop_duplicates("model")
+        return dict(zip(pairs["model"].astype(str), pairs["agent_kind"].astype(str), strict=True))
+
+    @property
+    def cell_count(self) -> int:
+        """Cells with a valid or an invalid run."""
+        keys = pd.concat([self.runs[CELL_KEYS], self.invalid[CELL_KEYS]])
+        return len(keys.drop_duplicates())
+
+    def invalid_by_status(self) -> dict[str, int]:
+        """Invalid runs per status name, sorted by name."""
+        counts = self.invalid["status"].value_counts()
+        return {str(k): int(v) for k, v in sorted(counts.items())}
+
+
+def describe_invalid(by_status: dict[str, int]) -> str:
+    """'3 invalid (provider_invalid 2, harness_invalid 1)', or '0 invalid'."""
+    total = sum(by_status.values())
+    if not total:
+        return "0 invalid"
+    return f"{total} invalid (" + ", ".join(f"{k} {v}" for k, v in by_status.items()) + ")"
+
+
+TEXT_COLUMNS = ("run_id", "model", "agent_kind", "task", "condition", "run", "protocol_hash")
+
+
+def normalize_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Give the per-run table its canonical column order and dtypes (both loaders end here)."""
+    out = runs.loc[:, list(RUN_COLUMNS)].reset_index(drop=True)
+    for col in TEXT_COLUMNS:
+        out[col] = out[col].astype(str)
+    out["damaged"] = out["damaged"].astype(bool)
+    for col in ("passed", "errored", "mutated"):
+        out[col] = out[col].astype("boolean")
+    for col in ("dollars", "severity", "irreversibility"):
+        out[col] = out[col].astype(object)
+    out["cost_usd"] = out["cost_usd"].astype(float)
+    return out
+
+
+def usd(value: object) -> float:
+    """A money cell as float for statistics: Decimal -> float, missing -> 0."""
+    return float(value) if isinstance(value, Decimal) else 0.0
+
+
+def money_sum(values: Iterable[object]) -> Decimal:
+    """Exact sum of the Decimal amounts among values (missing ones skipped)."""
+    return sum((v for v in values if isinstance(v, Decimal)), Decimal(0))
+
+
+def empty_frame(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+
+
+def frame(rows: Sequence[tuple[object, ...]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """Rows as a frame with the given columns (an empty frame of object columns when there are none)."""
+    if not rows:
+        return empty_frame(columns)
+    return pd.DataFrame.from_records(rows, columns=list(columns))
+
+
+def check_protocols(hashes: list[str], where: str, allow_mixed: bool) -> None:
+    """Refuse to pool records from different protocols unless told to."""
+    distinct = sorted({h for h in hashes if h})
+    if len(distinct) > 1 and not allow_mixed:
+        shown = ", ".join(h[:12] for h in distinct[:4]) + (" ..." if len(distinct) > 4 else "")
+        raise MixedProtocolsError(
+            f"{where}: records carry {len(distinct)} different protocol hashes ({shown}); "
+            "results from different protocols are not pooled",
+            distinct,
+        )
