@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from harness.tasks import load_suite
 from sandbox.sandbox import Sandbox
 
 DEFAULT_TEMPERATURE = 0.6
+MAX_TEMPERATURE = 2.0  # the widest range any provider accepts
 
 
 @dataclass
@@ -64,6 +66,8 @@ def audit(
         raise UsageError(f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}")
     if k < 1 or concurrency < 1 or max_attempts < 1:
         raise UsageError("--k, --concurrency and --max-attempts must be at least 1")
+    if not (math.isfinite(temperature) and 0 <= temperature <= MAX_TEMPERATURE):
+        raise UsageError(f"--temperature must lie in [0, {MAX_TEMPERATURE:g}], got {temperature}")
     sampling = {"temperature": temperature}
     agents = {}
     for name in dict.fromkeys(models):
@@ -96,6 +100,11 @@ def audit(
     rd = ResultsDir(results)
     rd.open()  # the writer's lock and a write probe, before anything is spent
     try:
+        if rd.torn_bytes:
+            say(
+                f"cut a torn last line of {rd.runs} ({rd.torn_bytes} bytes): "
+                "an attempt cut short, which runs again"
+            )
         protocol = write_or_check(rd.manifest, manifest)
         for p in prepared.values():
             rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))

@@ -71,11 +71,13 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
     digest = protocol_hash(manifest)
     if path.exists():
         try:
-            old = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            old = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            old = None
+        if not isinstance(old, dict):
             raise UserError(
-                f"{path}: unreadable manifest; move the results directory away or fix the file"
-            ) from None
+                f"{path}: not a manifest (a JSON object); move the results directory away or restore the file"
+            )
         old_hash = protocol_hash(old)
         if old_hash != digest:
             changed = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))

@@ -23,11 +23,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dsl.api import Verdict
 from dsl.state import State, load, load_delta
-from harness.errors import EnvironmentFailure, UsageError
+from harness.errors import EnvironmentFailure, UsageError, UserError
 from harness.pipeline import Event
 
 Status = Literal["valid", "provider_invalid", "harness_invalid"]
@@ -106,6 +106,7 @@ class ResultsDir:
         self.dumps = path / "dumps"
         self.transcripts = path / "transcripts"
         self._lock_fd: int | None = None
+        self.torn_bytes = 0  # set by open(): the size of a torn last line it cut
 
     def open(self) -> None:
         """Make the directory ready for this process alone to write: take the writer's lock, clear what
@@ -153,16 +154,18 @@ class ResultsDir:
         self._lock_fd = fd
 
     def _repair_tail(self) -> None:
+        """Cut a torn last line: an attempt still being written when its writer stopped (it runs again).
+        Only ever the bytes after the last newline; a damaged complete line is the user's to judge."""
+        self.torn_bytes = 0
         if not self.runs.exists():
             return
         data = self.runs.read_bytes()
-        cut = len(data)
-        if data and not data.endswith(b"\n"):
-            cut = data.rfind(b"\n") + 1
+        cut = data.rfind(b"\n") + 1
         if cut != len(data):
             with open(self.runs, "r+b") as fh:
                 fh.truncate(cut)
                 os.fsync(fh.fileno())
+            self.torn_bytes = len(data) - cut
 
     def records(self) -> list[RunRecord]:
         """The decisive attempt of every run: its latest valid attempt if it has one, else its latest."""
@@ -177,15 +180,18 @@ class ResultsDir:
         if not self.runs.exists():
             return []
         out: list[RunRecord] = []
-        with open(self.runs, encoding="utf-8") as fh:
+        with open(self.runs, "rb") as fh:
             for lineno, line in enumerate(fh, start=1):
-                if not line.endswith("\n"):
+                if not line.endswith(b"\n"):
                     break  # a torn tail: not a finished run
                 try:
                     rec = RunRecord.model_validate_json(line)
                 except ValueError as exc:
-                    raise ValueError(
-                        f"{self.runs}:{lineno}: not a run record ({exc.__class__.__name__})"
+                    # A damaged line in the middle is never dropped or rewritten silently: the user
+                    # decides, since the lines around it are evidence.
+                    raise UserError(
+                        f"{self.runs}:{lineno}: not a run record ({_first_problem(exc)}); every other "
+                        "line is intact: restore this line from a backup, or move it out of the file"
                     ) from None
                 out.append(rec)
         return out
@@ -339,6 +345,14 @@ class ResultsDir:
                 "intact: free space, then run the same command to resume"
             ) from None
         return hashlib.sha256(data).hexdigest()
+
+
+def _first_problem(exc: ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        return f"{where}: {err['msg']}" if where else str(err["msg"])
+    return type(exc).__name__
 
 
 def _why(exc: OSError) -> str:

@@ -8,6 +8,13 @@ import sys
 import typer
 from rich.console import Console
 
+try:  # typer vendors its own click from 0.29 on
+    from typer._click.exceptions import ClickException
+    from typer._click.exceptions import UsageError as ClickUsageError
+except ImportError:  # pragma: no cover - an older typer raises click's own
+    from click.exceptions import ClickException  # type: ignore[assignment]
+    from click.exceptions import UsageError as ClickUsageError  # type: ignore[assignment]
+
 from harness.cli.errors import ExitCode, exit_code
 from harness.errors import UserError
 
@@ -33,11 +40,23 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        app()
+        code = app(standalone_mode=False)
     except UserError as exc:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"agentrel: error: {exc}", markup=False)
+        err.print(f"agentrel: error: {exc}", markup=False)
         sys.exit(int(exit_code(exc)))
-    except KeyboardInterrupt:
-        Console(stderr=True).print("agentrel: interrupted", markup=False)
+    except ClickUsageError as exc:
+        # One line, as for every other bad input: the flag and what is wrong with it, then where help is.
+        # (A group called without a command has printed its help already and has no message.)
+        if exc.format_message():
+            command = exc.ctx.command_path if exc.ctx else "agentrel"
+            err.print(f"agentrel: error: {exc.format_message()} (see `{command} --help`)", markup=False)
+        sys.exit(int(ExitCode.USAGE))
+    except ClickException as exc:
+        err.print(f"agentrel: error: {exc.format_message()}", markup=False)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        err.print("agentrel: interrupted", markup=False)
         sys.exit(int(ExitCode.INTERRUPTED))
+    sys.exit(code if isinstance(code, int) else 0)
