@@ -7,17 +7,22 @@ dropped, the dump is judged with the task's damage spec, and the verdict is repo
 Shutdown: on stdio the client closing stdin ends the run; on HTTP, SIGINT or SIGTERM does. Signals that
 arrive while the run is being finished are ignored, so the verdict is never cut short by the stdio
 client's escalation (stdin closed, SIGTERM after 2 s, SIGKILL 2 s later).
+
+Exposure (HTTP): loopback only unless `allow_remote` with a bearer token; the SDK's Host/Origin check is on
+whatever the host; and one server serves one run, so only the first MCP session is ever admitted.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import os
 import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -25,10 +30,17 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dsl.api import RunFacts, Verdict
 from harness.episode import PreparedTask
-from harness.errors import EnvironmentFailure
+from harness.errors import EnvironmentFailure, UsageError
 from harness.pipeline import Layer
 from harness.session import RunSession, StateUnreadable
 from sandbox.sandbox import Sandbox, SandboxError
@@ -37,6 +49,8 @@ DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 HTTP_GRACE_S = 3  # how long open HTTP connections may linger once a stop signal arrives
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # what a local client puts in its Host header
+WILDCARDS = ("", "0.0.0.0", "::")  # bind every interface; never a Host a client sends
 
 Transport = Literal["stdio", "http"]
 Log = Callable[[str], None]
@@ -50,6 +64,30 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT  # 0 picks a free port (the URL is logged)
     final_message: Path | None = None  # read at shutdown if present: the agent's last message
+    token: str | None = field(default=None, repr=False)  # HTTP: every request must carry it as a bearer
+    allow_remote: bool = False  # HTTP: the opt-in to a non-loopback host (with a token)
+    allowed_hosts: tuple[str, ...] = ()  # HTTP: more Host header values to accept (a DNS name, a proxy)
+
+    def __post_init__(self) -> None:
+        """Refuse an exposed server here, so it is refused before any socket or database exists."""
+        if self.transport != "http":
+            return
+        if self.allow_remote and not self.token:
+            raise UsageError("--allow-remote needs a bearer token: pass --token or set AGENTREL_MCP_TOKEN")
+        if not self.allow_remote and not is_loopback(self.host):
+            raise UsageError(
+                f"--host {self.host!r} is not loopback, so anyone who reaches it could act on the run:"
+                " use --host 127.0.0.1, or add --allow-remote with --token (or AGENTREL_MCP_TOKEN)"
+            )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
 
 
 def build_server(session: RunSession) -> Server[Any]:
@@ -101,7 +139,7 @@ async def serve(
         if sock is None:
             await _serve_stdio(server, finisher, log, leave)
         else:
-            await _serve_http(server, sock, opts.host, finisher, log)
+            await _serve_http(server, sock, opts, finisher, log)
     finally:
         with anyio.CancelScope(shield=True):
             await session.__aexit__(None, None, None)
@@ -181,16 +219,28 @@ async def _finish_on_signal(
 
 
 async def _serve_http(
-    server: Server[Any], sock: socket.socket, host: str, finish: _Finisher, log: Log
+    server: Server[Any], sock: socket.socket, opts: ServeOptions, finish: _Finisher, log: Log
 ) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    hosts = allowed_hosts(opts.host, opts.allowed_hosts)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"{scheme}://{h}:*" for h in hosts for scheme in ("http", "https")],
+    )
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=security,
+        max_sessions=1,
+        session_idle_timeout=None,  # the session cannot be replaced, so it must not expire under the agent
+    )
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, timeout_graceful_shutdown=HTTP_GRACE_S
+        _Gate(app, opts.token), log_level="warning", access_log=False, timeout_graceful_shutdown=HTTP_GRACE_S
     )
     web = uvicorn.Server(config)
-    log(f"listening on {url_of(sock)}")
+    token_note = "; a bearer token is required" if opts.token else ""
+    log(f"listening on {url_of(sock)} (Host: {', '.join(hosts)}{token_note})")
     # uvicorn catches SIGINT/SIGTERM while serving, then restores the previous handlers and re-raises
     # the signal: with no-op handlers in place that re-raise is harmless, and so is a signal arriving
     # while the run is being finished.
@@ -200,6 +250,92 @@ async def _serve_http(
         finally:
             sock.close()
             await finish()
+
+
+def allowed_hosts(host: str, extra: Sequence[str] = ()) -> list[str]:
+    """The Host header values a legitimate client may send (without the port), for the SDK's
+    DNS-rebinding check."""
+    names = [host, *extra]
+    if is_loopback(host):
+        names += LOOPBACK_HOSTS
+    elif host in WILDCARDS:  # every interface: this machine's name and addresses
+        names = [*extra, *LOOPBACK_HOSTS, socket.gethostname()]
+        with suppress(OSError):
+            names += [str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None)]
+    bracketed = (f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names if n)
+    return list(dict.fromkeys(bracketed))
+
+
+class _Gate:
+    """In front of the SDK's app: the bearer token, then one MCP session for the whole run.
+
+    The SDK creates a session for any request without a session id (and serves 2026-07-28 requests with no
+    session at all), so a second client could act on the run being judged. Here the first session to be
+    established is the only one: any later request without a session id is refused, and so is the
+    sessionless protocol era.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.taken = False  # the run's session has been established
+        self.opening = False  # a request that may establish it is in flight
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if self.token is not None and not self._authorized(headers.get("authorization", "")):
+            await _refusal(401, "a valid bearer token is required", {"WWW-Authenticate": "Bearer"})(
+                scope, receive, send
+            )
+            return
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            supported = ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
+            await _refusal(400, f"this server needs a session: use protocol version {supported}")(
+                scope, receive, send
+            )
+            return
+        if headers.get(MCP_SESSION_ID_HEADER) is not None:
+            await self.app(scope, receive, send)  # the SDK knows only the one session (or none yet)
+            return
+        if self.taken or self.opening:
+            message = "this server serves one run and its MCP session is taken; start another server"
+            await _refusal(409, message)(scope, receive, send)
+            return
+        self.opening = True
+        try:
+            await self.app(scope, receive, self._pinning(send))
+        finally:
+            self.opening = False
+
+    def _authorized(self, authorization: str) -> bool:
+        scheme, _, credentials = authorization.partition(" ")
+        # Headers arrive decoded as latin-1: back to the bytes the client sent.
+        given = credentials.strip().encode("latin-1")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given, self.token or b"")
+
+    def _pinning(self, send: Send) -> Send:
+        async def pin(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                self.taken |= MCP_SESSION_ID_HEADER in Headers(raw=message.get("headers", []))
+            await send(message)
+
+        return pin
+
+
+def _refusal(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    body = types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
+    )
+    return Response(
+        body.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
+    )
 
 
 @contextmanager

@@ -47,7 +47,9 @@ def serve(
     transport: Annotated[
         Literal["stdio", "http"], typer.Option("--transport", help="stdio (default) or streamable HTTP.")
     ] = "stdio",
-    host: Annotated[str, typer.Option("--host", help="HTTP: address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="HTTP: address to listen on (loopback unless --allow-remote).")
+    ] = "127.0.0.1",
     port: Annotated[
         int, typer.Option("--port", min=0, max=65535, help="HTTP: port (0 picks a free one).")
     ] = 8765,
@@ -59,6 +61,21 @@ def serve(
         typer.Option(
             "--final-message", help="File holding the agent's last message, read at shutdown if present."
         ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="AGENTREL_MCP_TOKEN",
+            help="HTTP: bearer token every request must carry (prefer the env var: argv is visible).",
+        ),
+    ] = None,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="HTTP: allow a non-loopback --host (needs --token).")
+    ] = False,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option("--allowed-host", help="HTTP: another Host header value to accept (repeatable)."),
     ] = None,
     dsn: Dsn = None,
     backend: Backend = None,
@@ -98,7 +115,15 @@ def serve(
             except OSError as exc:
                 raise UserError(f"cannot write {verdict_out}: {exc.strerror}") from None
 
-    opts = ServeOptions(transport=transport, host=host, port=port, final_message=final_message)
+    opts = ServeOptions(
+        transport=transport,
+        host=host,
+        port=port,
+        final_message=final_message,
+        token=token or None,
+        allow_remote=allow_remote,
+        allowed_hosts=tuple(allowed_host or ()),
+    )
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
         prepared = prepare(sb, chosen[0])

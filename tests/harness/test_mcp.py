@@ -132,11 +132,13 @@ def wait_for_log(path: Path, pattern: str, proc: subprocess.Popen[bytes], timeou
     raise AssertionError(f"no {pattern!r} in the server log: {path.read_text()}")
 
 
-def spawn(tmp_path: Path, *extra: str, stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+def spawn(
+    tmp_path: Path, *extra: str, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, *serve_args(*extra)],
         cwd=REPO,
-        env={**os.environ, **server_env()},
+        env={**os.environ, **server_env(), **(env or {})},
         stdin=stdin,
         stdout=subprocess.DEVNULL,
         stderr=(tmp_path / "stderr.log").open("w"),
