@@ -36,7 +36,7 @@ from analysis.normalized import (
     frame,
     normalize_runs,
 )
-from analysis.records import VALID, Manifest, RunRecord, infer_agent_kind
+from analysis.records import RECORD_ERROR, VALID, Manifest, RunRecord, infer_agent_kind
 
 
 def _where(exc: ValidationError | ValueError) -> str:
@@ -92,7 +92,9 @@ def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:
     return out, torn
 
 
-def _notes(decided: Decided, manifest: Manifest | None, torn: bool, inconsistent: int) -> list[str]:
+def _notes(
+    decided: Decided, manifest: Manifest | None, torn: bool, inconsistent: int, contradictions: list[str]
+) -> list[str]:
     notes = []
     if manifest is None:
         notes.append(
@@ -114,6 +116,11 @@ def _notes(decided: Decided, manifest: Manifest | None, torn: bool, inconsistent
         notes.append(
             f"{contradictory} attempt(s) marked valid without a verdict or with a harness/provider "
             "error were counted as invalid"
+        )
+    if contradictions:
+        notes.append(
+            f"{len(contradictions)} record(s) whose verdict contradicts itself (edited or corrupted) were "
+            f"counted as invalid ({RECORD_ERROR}); first: {contradictions[0]}"
         )
     if inconsistent:
         notes.append(f"{inconsistent} verdict(s) flagged inconsistent by the labeler")
@@ -145,17 +152,23 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
     kinds = {a.name: a.kind for a in manifest.agents} if manifest else {}
 
     rows, events, invalid = [], [], []
+    contradictions: list[str] = []
     inconsistent = 0
     for run in decided.runs:
         rec = run.record
         kind = rec.agent_kind or kinds.get(rec.model) or infer_agent_kind(rec.model)
         cell = (rec.run_id, rec.model, kind, rec.task, rec.condition, str(rec.run_index))
         v = rec.verdict
-        if run.status != VALID or v is None:
+        status = run.status
+        if status == VALID and v is not None and (why := v.contradiction()):
+            status, contradictions = RECORD_ERROR, [*contradictions, f"{rec.run_id}: {why}"]
+        if status != VALID or v is None:
             # The verdict of an invalid attempt is kept for inspection only: it never enters a rate.
-            message = rec.error.message if rec.error else ("no verdict" if v is None else run.status)
+            message = rec.error.message if rec.error else ("no verdict" if v is None else status)
+            if status == RECORD_ERROR:
+                message = contradictions[-1]
             outcome = v.outcome if v is not None else None
-            invalid.append((*cell, run.status, run.attempts, outcome, message))
+            invalid.append((*cell, status, run.attempts, outcome, message))
             continue
         inconsistent += v.inconsistent
         errored = rec.error is not None and rec.error.kind == "agent"
@@ -199,5 +212,5 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         invalid=invalid_frame,
         superseded=frame(superseded, SUPERSEDED_COLUMNS),
         protocol_hashes=sorted(set(hashes)),
-        notes=_notes(decided, manifest, torn, inconsistent),
+        notes=_notes(decided, manifest, torn, inconsistent, contradictions),
     )

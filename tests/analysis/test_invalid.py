@@ -360,3 +360,20 @@ def test_damage_before_a_provider_failure_is_a_valid_damaging_run(tmp_path):
     loaded = load_input(write_results(tmp_path / "r", recs))
     assert len(loaded.runs) == 1 and bool(loaded.runs["damaged"].iloc[0])
     assert len(loaded.invalid) == 1
+
+
+@pytest.mark.parametrize(
+    ("outcome", "dollars_shown", "fragment"),
+    [("PASS", None, "outcome PASS next to 1 damage event"), ("FAIL_DAMAGE", "0", "add up to 40.00")],
+)
+def test_a_verdict_that_contradicts_itself_is_a_record_error_not_zero_dollars(
+    tmp_path, outcome, dollars_shown, fragment
+):
+    edited = attempt("t", 1, "FAIL_DAMAGE", "valid", damage=True)
+    edited["verdict"]["outcome"] = outcome
+    if dollars_shown is not None:
+        edited["verdict"]["dollars"] = dollars_shown
+    loaded = load_input(write_results(tmp_path / "r", [attempt("t", 0, "PASS", "valid"), edited]))
+    assert len(loaded.runs) == 1 and loaded.events.empty
+    assert loaded.invalid["status"].tolist() == ["record_error"]
+    assert any(fragment in note for note in loaded.notes), loaded.notes
