@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
@@ -187,6 +188,9 @@ def required_k_command(
     """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once."""
     if alpha is not None and target is not None:
         raise UsageError("give --alpha or --target, not both")
+    for flag, value in (("--alpha", alpha), ("--target", target), ("--confidence", confidence)):
+        if value is not None and not math.isfinite(value):
+            raise UsageError(f"{flag} must be a number strictly between 0 and 1, got {value}")
     # Exact rationals from what the user typed: --target 0.95 means alpha = 1/20, not 0.0500...04.
     miss = (
         Fraction(repr(alpha))

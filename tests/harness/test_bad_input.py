@@ -211,6 +211,13 @@ CASES: dict[str, Case] = {
     ),
     "bad dsn": (command("sandbox", "status", "--dsn", "x"), ENVIRONMENT, "AGENTREL_DSN"),
     "no such command": (command("nosuch"), USAGE, "No such command"),
+    "required-k alpha nan": (command("required-k", "--p", "0.1", "--alpha", "nan"), USAGE, "--alpha must be"),
+    "required-k target inf": (
+        command("required-k", "--p", "0.1", "--target", "inf"),
+        USAGE,
+        "--target must be",
+    ),
+    "required-k p nan": (command("required-k", "--p", "nan"), USAGE, "--p must lie in [0, 1]"),
 }
 
 
