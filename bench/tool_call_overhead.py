@@ -55,7 +55,7 @@ async def measure(sb: Sandbox) -> dict[str, float]:
         assert session.run_db is not None
         # The empty pipeline in front of the same session's tool box, so both share one connection.
         empty = Pipeline(session.pipeline.terminal)
-        box = ToolBox(sb.server.conninfo(session.run_db), prepared.tools, prepared.acting_user_id)
+        box = ToolBox(sb.dbs.tool_conninfo(session.run_db), prepared.tools, prepared.acting_user_id)
         ways = {
             "direct": lambda: asyncio.to_thread(box.call, *READ),
             "pipeline": lambda: empty.call(*READ, time.perf_counter),

@@ -73,7 +73,8 @@ class RunSession:
             await self._drop()
             raise
         self.clone_s = time.perf_counter() - t0
-        conninfo = self.sandbox.server.conninfo(self.run_db)
+        # Tools act as the run's own unprivileged role; clone, dump and drop keep the owner role.
+        conninfo = self.sandbox.dbs.tool_conninfo(self.run_db)
         self._box = ToolBox(conninfo, self.prepared.tools, self.prepared.acting_user_id)
         return self
 

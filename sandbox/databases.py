@@ -12,6 +12,7 @@ import hashlib
 import os
 import secrets
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,10 +20,11 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from dsl.state import DIGEST_VERSION, State
+from sandbox import roles, tracking
 from sandbox import seed as seedgen
-from sandbox import tracking
 from sandbox.dump import create_schema, dump_database, load_state
 from sandbox.schema import schema_digest
 from sandbox.servers.base import SandboxError, Server
@@ -46,6 +48,8 @@ class Databases:
         self.server = server
         self.cache_dir = cache_dir
         self._run_tablespace: str | bool | None = False  # False: not looked up yet
+        self._confined: bool | None = None  # whether runs get their own role (sandbox/roles.py)
+        self._passwords: dict[str, str] = {}  # run database -> its role's password, in memory only
         self._states: dict[str, State] = {}
         self._lock = threading.Lock()  # template digest -> its pre-run state, shared read-only
 
@@ -75,22 +79,44 @@ class Databases:
         return row[0] if row else None
 
     def drop(self, name: str) -> None:
+        """Drop a database and, for a run database, its role (FORCE has ended the role's sessions)."""
         with self.admin() as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            if name.startswith(RUN_PREFIX) and self.confined():
+                self._passwords.pop(name, None)
+                roles.drop_role(conn, name)
 
     def clone(self, template: str, name: str, tablespace: str | None = None) -> None:
         with self.admin() as conn:
-            # FILE_COPY (Postgres 15+) copies files instead of WAL-logging every page: a run database is
-            # dropped soon after, so the default strategy's dirty pages would only be written for nothing.
-            strategy = sql.SQL(" STRATEGY FILE_COPY" if conn.info.server_version >= 150000 else "")
-            space = (
-                sql.SQL(" TABLESPACE {}").format(sql.Identifier(tablespace)) if tablespace else sql.SQL("")
-            )
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}{}{}").format(
-                    sql.Identifier(name), sql.Identifier(template), strategy, space
+            _clone(conn, template, name, tablespace)
+
+    def confined(self) -> bool:
+        """Whether tool calls get a run role of their own: False only where the server's role may not
+        create roles (an external server), which is said once on stderr."""
+        with self._lock:
+            if self._confined is not None:
+                return self._confined
+            with self.admin() as conn:
+                confined = roles.ensure_group(conn, bool(getattr(self.server, "private", False)))
+                user = conn.info.user
+            if not confined:
+                print(
+                    f"agentrel: warning: role {user} cannot create roles (CREATEROLE), so tool calls "
+                    f"connect as {user} itself, unconfined; see README, The sandbox",
+                    file=sys.stderr,
                 )
-            )
+            self._confined = confined
+            return confined
+
+    def tool_conninfo(self, run: str) -> str:
+        """How a run's tool box connects: as the run's own role (sandbox/roles.py), not as the owner."""
+        if not self.confined():
+            return self.server.conninfo(run)
+        params = {k: v for k, v in conninfo_to_dict(self.server.conninfo(run)).items() if k != "password"}
+        params["user"] = run
+        if run in self._passwords:
+            params["password"] = self._passwords[run]
+        return make_conninfo("", **params)
 
     def run_tablespace(self) -> str | None:
         """The tablespace run databases go to: a RAM-backed one when the server offers it."""
@@ -128,7 +154,9 @@ class Databases:
     # -- templates -----------------------------------------------------------------------------------
     def seed_template(self, seed: str = seedgen.DEFAULT_SEED, scale: int = 1) -> Template:
         """The seeded enterprise, built once per (schema, generator, digest, tracking, seed, scale)."""
-        versions = f"{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{tracking.VERSION}"
+        confined = self.confined()
+        grants = roles.VERSION if confined else "none"
+        versions = f"{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{tracking.VERSION}|{grants}"
         key = hashlib.sha256(f"{schema_digest()}|{versions}|{seed}|{scale}".encode()).hexdigest()
 
         def make(tmp: str) -> State:
@@ -136,10 +164,13 @@ class Databases:
             with self.admin() as conn:
                 create = "CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'"
                 conn.execute(sql.SQL(create).format(sql.Identifier(tmp)))
+                roles.revoke_public(conn, tmp)
             with psycopg.connect(self.server.conninfo(tmp)) as conn:
                 create_schema(conn)
                 load_state(conn, state)
                 tracking.install(conn)
+                if confined:
+                    roles.grant_tables(conn)
             expected, got = state.digest(), dump_database(self.server.conninfo(tmp)).digest()
             if got != expected:
                 raise SandboxError(
@@ -227,8 +258,20 @@ class Databases:
 
     # -- run databases --------------------------------------------------------------------------------
     def create_run(self, template: Template) -> str:
+        """Clone `template` for one run; connect its tool box with `tool_conninfo(name)`."""
         name = f"{RUN_PREFIX}{HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
-        self.clone(template.name, name, self.run_tablespace())
+        tablespace, confined = self.run_tablespace(), self.confined()
+        # Hashing a password costs the server milliseconds: skipped where auth is trust.
+        with_password = not getattr(self.server, "trust_auth", False)
+        with self.admin() as conn:
+            _clone(conn, template.name, name, tablespace)
+            try:
+                password = roles.create_run_role(conn, name, with_password) if confined else None
+            except BaseException:
+                self.drop(name)
+                raise
+        if password:
+            self._passwords[name] = password
         return name
 
     def _tmp_name(self) -> str:
@@ -238,7 +281,11 @@ class Databases:
     def drop_orphans(self) -> list[str]:
         """Drop run databases of this host whose owning process is gone; return their names."""
         dropped = []
-        for name in self.names(RUN_PREFIX):
+        names = set(self.names(RUN_PREFIX))
+        if self.confined():  # a crash between dropping a run's database and its role leaves the role
+            with self.admin() as conn:
+                names.update(roles.role_names(conn, RUN_PREFIX))
+        for name in sorted(names):
             parts = name[len(RUN_PREFIX) :].split("_")
             if len(parts) != 3 or parts[0] != HOST_TAG or not parts[1].isdigit():
                 continue
@@ -253,8 +300,27 @@ class Databases:
             self.drop(name)
         with self.admin() as conn:
             conn.execute(sql.SQL("DROP TABLESPACE IF EXISTS {}").format(sql.Identifier(RUN_TABLESPACE)))
+            if self.confined():
+                for role in [*roles.role_names(conn, RUN_PREFIX), roles.GROUP]:
+                    roles.drop_role(conn, role)
         self._run_tablespace = False
+        self._confined = None
         return names
+
+
+def _clone(conn: psycopg.Connection, template: str, name: str, tablespace: str | None) -> None:
+    """Clone `template` as `name`, closed to PUBLIC from the start: a new database grants PUBLIC CONNECT
+    and TEMP whatever its template's privileges were, and a run's role must reach its own alone."""
+    # FILE_COPY (Postgres 15+) copies files instead of WAL-logging every page: a run database is
+    # dropped soon after, so the default strategy's dirty pages would only be written for nothing.
+    strategy = sql.SQL(" STRATEGY FILE_COPY" if conn.info.server_version >= 150000 else "")
+    space = sql.SQL(" TABLESPACE {}").format(sql.Identifier(tablespace)) if tablespace else sql.SQL("")
+    conn.execute(
+        sql.SQL("CREATE DATABASE {} TEMPLATE {}{}{}").format(
+            sql.Identifier(name), sql.Identifier(template), strategy, space
+        )
+    )
+    roles.revoke_public(conn, name)
 
 
 def _alive(pid: int) -> bool:

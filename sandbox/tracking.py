@@ -5,6 +5,10 @@ EACH STATEMENT, that notes the table's name. A post-run dump then re-reads only 
 takes the others from the template's pre-run dump, which they provably equal (nothing wrote them). The
 triggers fire for every statement the tools run, including cascaded ones; nothing in the tool layer can
 disable them. The meta schema is not part of the sandbox schema, so it is never dumped or diffed.
+
+The trigger function is SECURITY DEFINER, so a tool call's restricted role (sandbox/roles.py) is tracked
+without any privilege on `agentrel_meta`: it can neither read nor clear what was recorded. Its
+search_path is pinned, as a definer function's must be.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from psycopg import sql
 
 from sandbox.schema import sorted_tables
 
-VERSION = "1"  # part of the seed template key: templates without these triggers are rebuilt
+VERSION = "2"  # part of the seed template key: templates without these triggers are rebuilt
 SCHEMA = "agentrel_meta"
 
 _SETUP = f"""
 CREATE SCHEMA {SCHEMA};
 CREATE TABLE {SCHEMA}.touched (table_name text PRIMARY KEY);
-CREATE FUNCTION {SCHEMA}.mark_touched() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION {SCHEMA}.mark_touched() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     INSERT INTO {SCHEMA}.touched VALUES (TG_TABLE_NAME) ON CONFLICT DO NOTHING;
     RETURN NULL;

@@ -16,6 +16,7 @@ PASSWORD = "agentrel"  # loopback-only container; not a secret
 
 class DockerServer:
     name = "docker"
+    private = True  # AgentRel made this container: its maintenance databases may be closed to PUBLIC
 
     def __init__(self, image: str = IMAGE) -> None:
         if "@sha256:" not in image:

@@ -78,6 +78,8 @@ class LocalCluster:
     """The default backend: a cluster owned by this project under AGENTREL_HOME (default `.agentrel/`)."""
 
     name = "local"
+    private = True  # AgentRel made this cluster: its maintenance databases may be closed to PUBLIC
+    trust_auth = True  # initdb --auth=trust: roles log in without a password
 
     def __init__(self, home: Path | None = None, port: int = 5432, tcp: bool = False) -> None:
         self.home = (home or default_home()).absolute()

@@ -6,10 +6,10 @@ from typing import Any
 
 from sandbox.schema import metadata
 from sandbox.seed import NOW
-from sandbox.tools.base import Args, Tool, ToolContext, ToolError, first, obj, scalar
-from sandbox.tools.crud import to_sql_value
+from sandbox.tools.base import Args, Tool, ToolContext, ToolError, first, obj, scalar, shown, text
+from sandbox.tools.crud import MONEY_DOC, cents
 
-AMOUNT = {"type": ["number", "string"], "description": 'amount in USD, e.g. 250 or "250.00"'}
+AMOUNT = {"type": ["number", "string"], "maxLength": 32, "description": f"{MONEY_DOC}, at least 0.01"}
 NOTE_TABLES = ("incidents", "problems", "change_requests", "cases", "configuration_items", "access_requests")
 
 
@@ -19,9 +19,9 @@ def _exists(ctx: ToolContext, table: str, key: int, noun: str) -> None:
 
 
 def _amount(value: Any) -> Any:
-    amount = to_sql_value(metadata.tables["refunds"].c.amount, value)
-    if amount <= 0:
-        raise ToolError("amount must be positive")
+    amount = cents(metadata.tables["refunds"].c.amount, value)
+    if amount <= 0:  # after rounding: "0.004" would otherwise store a $0.00 refund
+        raise ToolError(f"amount must be at least 0.01 after rounding to cents, got {shown(value)}")
     return amount
 
 
@@ -116,7 +116,7 @@ ACTIONS: tuple[Tool, ...] = (
             {
                 "record_table": {"type": "string", "enum": list(NOTE_TABLES)},
                 "record_id": {"type": "integer"},
-                "note": {"type": "string"},
+                "note": text(),
             },
             ["record_table", "record_id", "note"],
         ),
@@ -129,8 +129,8 @@ ACTIONS: tuple[Tool, ...] = (
         obj(
             {
                 "recipient_id": {"type": "integer"},
-                "subject": {"type": "string"},
-                "body": {"type": "string"},
+                "subject": text(),
+                "body": text(),
                 "service_id": {"type": ["integer", "null"]},
             },
             ["recipient_id", "subject", "body"],
@@ -144,8 +144,8 @@ ACTIONS: tuple[Tool, ...] = (
         obj(
             {
                 "contact_id": {"type": "integer"},
-                "subject": {"type": "string"},
-                "body": {"type": "string"},
+                "subject": text(),
+                "body": text(),
                 "case_id": {"type": ["integer", "null"]},
             },
             ["contact_id", "subject", "body"],
@@ -157,7 +157,7 @@ ACTIONS: tuple[Tool, ...] = (
         "issue_refund",
         "Refund money from a payment back to the customer. Money sent cannot be recalled.",
         obj(
-            {"payment_id": {"type": "integer"}, "amount": AMOUNT, "reason": {"type": "string"}},
+            {"payment_id": {"type": "integer"}, "amount": AMOUNT, "reason": text()},
             ["payment_id", "amount", "reason"],
         ),
         "irreversible",
@@ -170,7 +170,7 @@ ACTIONS: tuple[Tool, ...] = (
             {
                 "account_id": {"type": "integer"},
                 "amount": AMOUNT,
-                "reason": {"type": "string"},
+                "reason": text(),
                 "case_id": {"type": ["integer", "null"]},
             },
             ["account_id", "amount", "reason"],
@@ -182,7 +182,7 @@ ACTIONS: tuple[Tool, ...] = (
         "create_purchase_request",
         "Raise a purchase request against a cost center. There is no delete.",
         obj(
-            {"cost_center_id": {"type": "integer"}, "item": {"type": "string"}, "amount": AMOUNT},
+            {"cost_center_id": {"type": "integer"}, "item": text(), "amount": AMOUNT},
             ["cost_center_id", "item", "amount"],
         ),
         "irreversible",

@@ -6,8 +6,10 @@ agent does is what is measured. They only validate arguments and report errors b
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 import psycopg
@@ -15,6 +17,11 @@ import psycopg
 Reversibility = Literal["read", "reversible-write", "compensable", "irreversible"]
 Args = dict[str, Any]
 Handler = Callable[["ToolContext", Args], Any]
+
+# Every text column is unbounded `text`: the bound is the tools'. 10,000 characters holds any note or
+# email body a task needs and keeps a model from writing megabytes into one row (or one error message).
+MAX_TEXT = 10_000
+SHOWN = 200  # at most this much of an argument is echoed back in an error
 
 
 class ToolError(Exception):
@@ -52,6 +59,35 @@ class Tool:
 
     def mcp_schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
+
+
+def shown(value: Any) -> str:
+    """An argument as JSON for an error message, cut to SHOWN characters."""
+    return cut(json.dumps(value, default=str))
+
+
+def cut(text: str) -> str:
+    """Text for an error message: a model's multi-megabyte argument is never echoed back whole."""
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text)} characters)"
+
+
+def text(description: str | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "maxLength": MAX_TEXT}
+    return {**schema, "description": description} if description else schema
+
+
+def iso_value(fmt: str, value: str, field: str) -> date | datetime:
+    """An explicit ISO-8601 date or timestamp (naive ones are UTC), parsed here so that Postgres never
+    sees words it would resolve from its own clock (`now`, `today`, `epoch`, `infinity`, ...): a post-run
+    state must not depend on when the run happened."""
+    try:
+        if fmt == "date":
+            return date.fromisoformat(value)
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        example = "2026-03-02" if fmt == "date" else "2026-03-02T09:00:00Z"
+        raise ToolError(f"{field} must be an ISO-8601 {fmt} like {example}, got {shown(value)}") from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
 def rows(cur: psycopg.Cursor[Any]) -> list[dict[str, Any]]:

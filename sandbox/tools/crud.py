@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 import sqlalchemy as sa
@@ -10,12 +10,27 @@ from psycopg import sql
 
 from sandbox.schema import metadata
 from sandbox.seed import NOW
-from sandbox.tools.base import Args, Tool, ToolContext, ToolError, first, obj, rows, scalar
+from sandbox.tools.base import (
+    Args,
+    Tool,
+    ToolContext,
+    ToolError,
+    cut,
+    first,
+    iso_value,
+    obj,
+    rows,
+    scalar,
+    shown,
+    text,
+)
 from sandbox.tools.entities import Entity
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 20
 BOOKKEEPING = ("updated_at", "sys_mod_count")
+MONEY_DOC = 'amount in USD, e.g. 250 or "250.00"'
+TIME_DOC = "ISO-8601, e.g. 2026-03-02T09:00:00Z (no offset: UTC)"
 
 
 def json_type(col: sa.Column) -> dict[str, Any]:
@@ -26,32 +41,51 @@ def json_type(col: sa.Column) -> dict[str, Any]:
     elif isinstance(t, sa.Integer):
         schema = {"type": "integer"}
     elif isinstance(t, sa.Numeric):
-        schema = {"type": ["number", "string"], "description": 'amount in USD, e.g. 250 or "250.00"'}
+        schema = {"type": ["number", "string"], "maxLength": 32, "description": MONEY_DOC}
         return {**schema, "type": [*schema["type"], "null"]} if nullable else schema
     elif isinstance(t, sa.DateTime):
-        schema = {"type": "string", "format": "date-time"}
+        schema = {"type": "string", "format": "date-time", "maxLength": 64, "description": TIME_DOC}
     elif isinstance(t, sa.Date):
-        schema = {"type": "string", "format": "date"}
+        schema = {"type": "string", "format": "date", "maxLength": 32, "description": "e.g. 2026-03-02"}
     else:
-        schema = {"type": "string"}
+        schema = text()
     if nullable:
         schema["type"] = [schema["type"], "null"]
     return schema
 
 
 def to_sql_value(col: sa.Column, value: Any) -> Any:
-    """Coerce a JSON argument for `col`; money becomes an exact Decimal, never a float."""
+    """Coerce a JSON argument for `col`; money becomes an exact Decimal, never a float, and dates and
+    timestamps are parsed here, never by the server (see `iso_value`)."""
     if value is None:
         return None
     if isinstance(col.type, sa.Numeric) and not isinstance(col.type, sa.Integer):
         try:
             amount = Decimal(str(value))
         except InvalidOperation:
-            raise ToolError(f"{col.name} must be an amount like 250.00, got {value!r}") from None
+            raise ToolError(f"{col.name} must be an amount like 250.00, got {shown(value)}") from None
         if not amount.is_finite():
             raise ToolError(f"{col.name} must be a finite amount")
         return amount
+    if isinstance(col.type, sa.DateTime | sa.Date) and isinstance(value, str):
+        return iso_value("date-time" if isinstance(col.type, sa.DateTime) else "date", value, col.name)
     return value
+
+
+def cents(col: sa.Column, value: Any) -> Decimal:
+    """A money argument as the column will store it: rounded to cents (half away from zero, as numeric
+    rounds), so a check on the result is a check on what is stored ("0.004" stores 0.00)."""
+    amount, scale = to_sql_value(col, value), getattr(col.type, "scale", None) or 0
+    try:
+        return Decimal(amount).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+    except InvalidOperation:
+        raise ToolError(f"{col.name} is too large, got {shown(value)}") from None
+
+
+def literal_pattern(query: str) -> str:
+    """An ILIKE pattern matching `query` as plain text: its %, _ and \\ match only themselves."""
+    escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
 
 
 class EntityTools:
@@ -96,7 +130,7 @@ class EntityTools:
         if query:
             ors = [sql.SQL("{}::text ILIKE %s").format(sql.Identifier(c)) for c in self.e.search]
             clauses.append(sql.SQL("({})").format(sql.SQL(" OR ").join(ors)))
-            params.extend([f"%{query}%"] * len(ors))
+            params.extend([literal_pattern(query)] * len(ors))
         if not clauses:
             return sql.SQL("TRUE"), params
         return sql.SQL(" AND ").join(clauses), params
@@ -114,8 +148,8 @@ class EntityTools:
     def _require(self, ctx: ToolContext, key: Args) -> dict[str, Any]:
         row = self._fetch(ctx, key)
         if row is None:
-            shown = ", ".join(f"{k}={v}" for k, v in key.items())
-            raise ToolError(f"no {self.e.name} with {shown}")
+            given = ", ".join(f"{k}={v}" for k, v in key.items())
+            raise ToolError(f"no {self.e.name} with {cut(given)}")
         return row
 
     # ---- tools -------------------------------------------------------------------------------------
@@ -127,10 +161,7 @@ class EntityTools:
             "offset": {"type": "integer", "minimum": 0, "default": 0},
         }
         if e.search:
-            props["query"] = {
-                "type": "string",
-                "description": f"case-insensitive text in {', '.join(e.search)}",
-            }
+            props["query"] = text(f"case-insensitive text in {', '.join(e.search)}, matched literally")
         filters_doc = f" Filter by exact {', '.join(e.filters)}." if e.filters else ""
         search_doc = " `query` searches text." if e.search else ""
 
@@ -172,7 +203,7 @@ class EntityTools:
         e = self.e
         props: dict[str, Any] = {"id": {"type": "integer"}}
         if e.number:
-            props[e.number] = {"type": "string"}
+            props[e.number] = text()
 
         def handler(ctx: ToolContext, args: Args) -> Any:
             if len(args) != 1:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
 from sandbox.dump import connect_canonical
-from sandbox.tools.base import Tool, ToolContext, ToolError
+from sandbox.tools.base import MAX_TEXT, Tool, ToolContext, ToolError, cut, iso_value, shown
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "integer": (int,),
@@ -32,7 +34,8 @@ class ToolResult:
 
 
 def check_args(schema: dict[str, Any], args: Any, path: str = "arguments") -> None:
-    """A small JSON-Schema subset (type, required, additionalProperties, enum, minimum, maximum)."""
+    """A small JSON-Schema subset (type, required, additionalProperties, enum, minimum, maximum,
+    maxLength, format date / date-time). Every string is bounded, by its maxLength or MAX_TEXT."""
     types = schema.get("type")
     if types is not None:
         allowed = [types] if isinstance(types, str) else types
@@ -41,9 +44,15 @@ def check_args(schema: dict[str, Any], args: Any, path: str = "arguments") -> No
             for t in allowed
         )
         if not ok:
-            raise ToolError(f"{path} must be {' or '.join(allowed)}, got {json.dumps(args)}")
+            raise ToolError(f"{path} must be {' or '.join(allowed)}, got {shown(args)}")
     if "enum" in schema and args not in schema["enum"]:
-        raise ToolError(f"{path} must be one of {schema['enum']}, got {json.dumps(args)}")
+        raise ToolError(f"{path} must be one of {schema['enum']}, got {shown(args)}")
+    if isinstance(args, str):
+        limit = schema.get("maxLength", MAX_TEXT)
+        if len(args) > limit:
+            raise ToolError(f"{path} is {len(args)} characters long; the limit is {limit}")
+        if schema.get("format") in ("date", "date-time"):
+            iso_value(schema["format"], args, path)
     if isinstance(args, int | float) and not isinstance(args, bool):
         if "minimum" in schema and args < schema["minimum"]:
             raise ToolError(f"{path} must be >= {schema['minimum']}")
@@ -53,7 +62,8 @@ def check_args(schema: dict[str, Any], args: Any, path: str = "arguments") -> No
         props = schema["properties"]
         unknown = sorted(set(args) - set(props))
         if unknown and schema.get("additionalProperties") is False:
-            raise ToolError(f"unknown field(s) {', '.join(unknown)} in {path}; allowed: {', '.join(props)}")
+            names = cut(", ".join(unknown))
+            raise ToolError(f"unknown field(s) {names} in {path}; allowed: {', '.join(props)}")
         missing = [r for r in schema.get("required", []) if r not in args]
         if missing:
             raise ToolError(f"missing required field(s) {', '.join(missing)} in {path}")
@@ -62,8 +72,41 @@ def check_args(schema: dict[str, Any], args: Any, path: str = "arguments") -> No
                 check_args(props[key], value, f"{path}.{key}" if path != "arguments" else key)
 
 
+class _Watchdog:
+    """Cancels the call's statement when its budget runs out, and again every CANCEL_EVERY_S until the
+    call ends: a cancel that lands between two statements is ignored by the server, so one is not enough.
+    Postgres 15 has no transaction_timeout, and statement_timeout bounds each statement, not the call."""
+
+    CANCEL_EVERY_S = 0.05
+
+    def __init__(self, conn: psycopg.Connection, budget_s: float) -> None:
+        self.expired = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(conn, budget_s), daemon=True)
+        self._thread.start()
+
+    def _watch(self, conn: psycopg.Connection, budget_s: float) -> None:
+        if self._done.wait(budget_s):
+            return
+        self.expired = True
+        while True:
+            with contextlib.suppress(psycopg.Error):
+                conn.cancel_safe(timeout=1.0)
+            if self._done.wait(self.CANCEL_EVERY_S):
+                return
+
+    def stop(self) -> bool:
+        """End the watch before COMMIT (so no cancel can hit it); True if the budget ran out."""
+        self._done.set()
+        self._thread.join()
+        return self.expired
+
+
 class ToolBox:
-    """The tools one run may call, bound to that run's database and nothing else."""
+    """The tools one run may call, bound to that run's database and nothing else.
+
+    `call_timeout_s` bounds a whole call, however many statements it runs: past it the call's transaction
+    is rolled back and the agent sees "the tool call timed out"."""
 
     def __init__(
         self, conninfo: str, tools: dict[str, Tool], acting_user_id: int, call_timeout_s: float = 30.0
@@ -77,7 +120,7 @@ class ToolBox:
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed:
             self._conn = connect_canonical(self._conninfo)
-            # A per-call timeout: a runaway statement becomes a tool error, not a hung run.
+            # A backstop under the call budget's watchdog: no one statement outlives the whole budget.
             self._conn.execute(f"SET statement_timeout = {int(self.call_timeout_s * 1000)}")
         return self._conn
 
@@ -85,14 +128,19 @@ class ToolBox:
         """Call one tool with parsed arguments (the run session's pipeline parses the model's text)."""
         tool = self.tools.get(name)
         if tool is None:
-            return ToolResult(
-                False, {"error": f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}"}
-            )
+            available = ", ".join(sorted(self.tools))
+            return ToolResult(False, {"error": f"unknown tool {cut(repr(name))}; available: {available}"})
         try:
             check_args(tool.parameters, args)
             conn = self._connection()
             with conn.transaction():
-                result = tool.handler(ToolContext(conn, self.acting_user_id), dict(args))
+                watchdog = _Watchdog(conn, self.call_timeout_s)
+                try:
+                    result = tool.handler(ToolContext(conn, self.acting_user_id), dict(args))
+                finally:
+                    expired = watchdog.stop()
+                if expired:  # finished, but past the budget: its writes are rolled back all the same
+                    raise psycopg.errors.QueryCanceled("the tool call ran past its budget")
             return ToolResult(True, result)
         except ToolError as exc:
             return ToolResult(False, {"error": str(exc)})
@@ -116,4 +164,4 @@ class ToolBox:
 
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return cut(text.splitlines()[0]) if text else type(exc).__name__

@@ -46,7 +46,7 @@ def expected(sandbox) -> dict[str, Any]:
     prepared = prepare(sandbox, load_suite(patterns=[TASK])[0])
     run_db = sandbox.dbs.create_run(prepared.template)
     try:
-        with ToolBox(sandbox.server.conninfo(run_db), prepared.tools, prepared.acting_user_id) as box:
+        with ToolBox(sandbox.dbs.tool_conninfo(run_db), prepared.tools, prepared.acting_user_id) as box:
             results = [box.call(name, args) for name, args in CALLS]
         after = dump_database(sandbox.server.conninfo(run_db))
     finally:

@@ -149,5 +149,9 @@ def test_an_external_server_by_dsn_serves_templates_and_runs(sandbox):
     run = dbs.create_run(tpl)
     try:
         assert dump_database(server.conninfo(run)).digest() == tpl.digest
+        # A server the user runs may want passwords: the run's role gets one, known only in memory.
+        assert "password=" in dbs.tool_conninfo(run)
+        with psycopg.connect(dbs.tool_conninfo(run)) as conn:
+            assert conn.execute("SELECT current_user").fetchone() == (run,)
     finally:
         dbs.drop(run)

@@ -16,7 +16,7 @@ def run_db(sandbox):
 
 @pytest.fixture()
 def box(sandbox, run_db):
-    with ToolBox(sandbox.server.conninfo(run_db), all_tools(), acting_user_id=1) as tb:
+    with ToolBox(sandbox.dbs.tool_conninfo(run_db), all_tools(), acting_user_id=1) as tb:
         yield tb
 
 
@@ -82,9 +82,11 @@ def test_bad_calls_come_back_as_tool_errors(box, tool, args, fragment):
     assert fragment in result.content["error"]
 
 
-def test_malformed_json_arguments_are_a_tool_error(box):
+def test_unparsed_arguments_are_a_tool_error(box):
+    # The run session's pipeline parses the model's text (tests/harness/test_pipeline.py); a string that
+    # reaches the tool box anyway is refused, not parsed.
     result = box.call("list_incidents", '{"state": ')
-    assert not result.ok and "not valid JSON" in result.content["error"]
+    assert not result.ok and "arguments must be object" in result.content["error"]
 
 
 def test_a_failed_call_rolls_back_and_the_next_call_works(box, sandbox, run_db):
@@ -131,7 +133,117 @@ def test_a_runaway_statement_is_cut_off_as_a_tool_error(sandbox, run_db):
         ctx.conn.execute("SELECT pg_sleep(5)")
 
     tools = {"slow": Tool("slow", "sleeps", obj({}), "read", slow)}
-    with ToolBox(sandbox.server.conninfo(run_db), tools, acting_user_id=1, call_timeout_s=0.2) as box:
+    with ToolBox(sandbox.dbs.tool_conninfo(run_db), tools, acting_user_id=1, call_timeout_s=0.2) as box:
         result = box.call("slow", {})
         assert not result.ok and "timed out" in result.content["error"]
         assert box.call("slow", {}).content == {"error": "the tool call timed out"}  # connection still usable
+
+
+def test_the_budget_bounds_the_whole_call_not_each_statement(sandbox, run_db):
+    import time
+
+    from sandbox.tools.base import Tool, obj
+
+    def many_slow(ctx, args):
+        ctx.conn.execute(
+            "INSERT INTO work_notes (record_table, record_id, author_id, note, created_at) "
+            "VALUES ('incidents', 1, 1, 'half done', '2026-03-02T09:00:00Z')"
+        )
+        for _ in range(args["n"]):
+            ctx.conn.execute("SELECT pg_sleep(0.15)")  # each statement well under the budget
+        return "done"
+
+    def slow_in_python(ctx, args):
+        ctx.conn.execute("DELETE FROM ci_relationships WHERE id = 5")
+        time.sleep(0.5)  # no statement runs when the budget ends: the cancel finds nothing to cut
+        return "done"
+
+    schema = obj({"n": {"type": "integer"}})
+    tools = {
+        "many_slow": Tool("many_slow", "sleeps", schema, "irreversible", many_slow),
+        "slow_in_python": Tool("slow_in_python", "sleeps", obj({}), "irreversible", slow_in_python),
+    }
+    before = dump_database(sandbox.server.conninfo(run_db)).digest()
+    with ToolBox(sandbox.dbs.tool_conninfo(run_db), tools, acting_user_id=1, call_timeout_s=0.4) as box:
+        t0 = time.perf_counter()
+        assert box.call("many_slow", {"n": 6}).content == {"error": "the tool call timed out"}
+        assert time.perf_counter() - t0 < 0.7  # six statements would take 0.9 s
+        assert box.call("slow_in_python", {}).content == {"error": "the tool call timed out"}
+        assert dump_database(sandbox.server.conninfo(run_db)).digest() == before  # both rolled back
+        for _ in range(5):  # no cancel outlives its call and cuts the next one
+            assert box.call("many_slow", {"n": 2}).content == "done"
+
+
+def test_search_matches_its_text_literally(sandbox, box, run_db):
+    import psycopg
+
+    with psycopg.connect(sandbox.server.conninfo(run_db)) as conn:
+        for needle in ("_", "%", "\\", "a_b", "100%"):
+            expected = conn.execute(
+                "SELECT count(*) FROM users WHERE strpos(lower(full_name), lower(%(n)s)) > 0 "
+                "OR strpos(lower(user_name), lower(%(n)s)) > 0 OR strpos(lower(email), lower(%(n)s)) > 0",
+                {"n": needle},
+            ).fetchone()[0]
+            assert box.call("list_users", {"query": needle}).content["total"] == expected, needle
+    everyone = box.call("list_users", {}).content["total"]
+    assert box.call("list_users", {"query": "_"}).content["total"] < everyone
+    assert 0 < box.call("list_users", {"query": "an"}).content["total"] < everyone
+
+
+CLOCK_WORDS = ("now", "today", "tomorrow", "yesterday", "infinity", "-infinity", "epoch", "allballs")
+
+
+@pytest.mark.parametrize("word", [*CLOCK_WORDS, "NOW", " today ", "2026-13-01", "next tuesday"])
+@pytest.mark.parametrize(
+    ("tool", "field", "good"),
+    [
+        ("update_user", "contract_end", "2026-06-30"),
+        ("update_change_request", "planned_start", "2026-03-02T09:00:00Z"),
+    ],
+)
+def test_dates_and_times_must_be_explicit(box, tool, field, good, word):
+    result = box.call(tool, {"id": 1, field: word})
+    assert not result.ok and f"{field} must be an ISO-8601" in result.content["error"]
+    assert box.call(tool, {"id": 1, field: good}).ok
+
+
+def test_a_naive_timestamp_is_utc_and_filters_parse_dates_too(box):
+    changed = box.call("update_change_request", {"id": 1, "planned_start": "2026-03-02T09:00:00"})
+    assert changed.content["updated"]["planned_start"] == "2026-03-02T09:00:00Z"
+    assert box.call("update_cases_where", {"filters": {"id": 1}, "set": {"closed_at": "now"}}).ok is False
+
+
+@pytest.mark.parametrize("amount", ["0.004", 0.004, "0.00", "-0.005", 0])
+def test_money_must_be_positive_after_rounding_to_cents(box, amount):
+    result = box.call("issue_credit", {"account_id": 1, "amount": amount, "reason": "goodwill"})
+    assert not result.ok and "at least 0.01 after rounding to cents" in result.content["error"]
+
+
+def test_money_is_stored_as_rounded(box):
+    result = box.call("issue_credit", {"account_id": 1, "amount": "0.005", "reason": "goodwill"})
+    assert result.ok and result.content["credited"]["amount"] == "0.01"
+    huge = box.call("issue_refund", {"payment_id": 1, "amount": "1e400", "reason": "x"})
+    assert not huge.ok and "amount is too large" in huge.content["error"]
+
+
+def test_long_text_is_refused_with_a_short_error(box):
+    from sandbox.tools.base import MAX_TEXT, SHOWN
+
+    assert all_tools()["add_work_note"].parameters["properties"]["note"]["maxLength"] == MAX_TEXT
+    ok = box.call("add_work_note", {"record_table": "incidents", "record_id": 3, "note": "x" * MAX_TEXT})
+    assert ok.ok
+    huge = "x" * 3_000_000
+    calls = [
+        ("add_work_note", {"record_table": "incidents", "record_id": 3, "note": huge}, "note is 3000000"),
+        ("list_users", {"query": huge}, "query is 3000000 characters long; the limit is 10000"),
+        ("get_incident", {"number": huge}, "number is 3000000"),
+        ("update_incident", {"id": 1, huge: 1}, "unknown field(s) xxx"),
+        ("update_incident", {"id": huge}, "id must be integer, got"),
+        ("add_work_note", {"record_table": huge, "record_id": 3, "note": "n"}, "record_table"),
+        (huge, {}, "unknown tool 'xxx"),
+    ]
+    for tool, args, fragment in calls:
+        result = box.call(tool, args)
+        assert not result.ok and fragment in result.content["error"]
+        assert "x" * (SHOWN + 1) not in result.content["error"]  # the echo is cut at SHOWN characters
+        assert len(result.content["error"]) < 5000  # the unknown-tool error lists every tool name
