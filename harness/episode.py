@@ -16,6 +16,7 @@ from harness.tasks import Task
 from sandbox.databases import Template
 from sandbox.sandbox import Sandbox
 from sandbox.schema import table_infos
+from sandbox.servers.base import FixtureError
 from sandbox.tools import Tool, all_tools
 
 
@@ -36,7 +37,10 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
     if unknown:
         raise UserError(f"{where}: field tools: unknown tool(s) {', '.join(unknown)}")
     spec = checked_spec(task, where)
-    template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
+    try:
+        template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
+    except FixtureError as exc:
+        raise UserError(f"{where}: field fixture_sql: {exc}") from None
     before = sb.dbs.template_state(template)
     users = before.tables["users"]
     acting = next(

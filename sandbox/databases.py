@@ -27,7 +27,7 @@ from sandbox import roles, tracking
 from sandbox import seed as seedgen
 from sandbox.dump import create_schema, dump_database, load_state
 from sandbox.schema import schema_digest
-from sandbox.servers.base import SandboxError, Server
+from sandbox.servers.base import FixtureError, SandboxError, Server
 
 PREFIX = "agentrel_"
 RUN_PREFIX = f"{PREFIX}run_"
@@ -193,7 +193,7 @@ class Databases:
                         conn.execute(fixture_sql)
                     except psycopg.Error as exc:
                         first = str(exc).strip().splitlines()[0]
-                        raise SandboxError(f"task {task_id}: fixture SQL failed: {first}") from None
+                        raise FixtureError(f"fixture SQL failed: {first}") from None
                     tracking.reset(conn)
             return dump_database(self.server.conninfo(tmp))
 

@@ -12,6 +12,10 @@ class SandboxError(Exception):
     """A sandbox problem the user can act on; the message is one line naming what to do."""
 
 
+class FixtureError(SandboxError):
+    """A task's fixture SQL failed on the seed template: the task file is at fault, not the server."""
+
+
 @dataclass(frozen=True)
 class ServerInfo:
     backend: str

