@@ -7,6 +7,7 @@ MODEL ?= reference/stochastic
 K ?= 16
 TASKS ?= *
 CONCURRENCY ?= 4
+CONDITIONS ?= clean
 RESULTS ?=
 
 .PHONY: setup test lint format audit bench clean
@@ -33,7 +34,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 audit: $(STAMP)
-	$(BIN)/agentrel audit --model '$(MODEL)' --k $(K) --tasks '$(TASKS)' --concurrency $(CONCURRENCY) $(if $(RESULTS),--results $(RESULTS),)
+	$(BIN)/agentrel audit --model '$(MODEL)' --k $(K) --tasks '$(TASKS)' --concurrency $(CONCURRENCY) --condition '$(CONDITIONS)' $(if $(RESULTS),--results $(RESULTS),)
 
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

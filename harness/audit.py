@@ -10,10 +10,12 @@ from pathlib import Path
 
 from harness.agents import ConfigError, resolve_agent
 from harness.agents.base import DEFAULT_MAX_STEPS
+from harness.conditions.layers import layers_for
+from harness.conditions.model import resolve_condition
 from harness.episode import prepare
 from harness.errors import EnvironmentFailure, UsageError
 from harness.manifest import build_manifest, write_or_check
-from harness.matrix import CONDITIONS, expand
+from harness.matrix import expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
 from harness.records import ResultsDir, RunRecord
@@ -60,10 +62,14 @@ def audit(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     say: Callable[[str], None] = lambda message: None,
 ) -> AuditOutcome:
-    conditions = conditions or ["clean"]
-    unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown:
-        raise UsageError(f"unknown condition(s) {', '.join(unknown)}: available now: {', '.join(CONDITIONS)}")
+    declared = [resolve_condition(c) for c in dict.fromkeys(conditions or ["clean"])]
+    by_name = {c.name: c for c in declared}
+    if len(by_name) != len(declared):
+        raise UsageError("two --condition values declare the same name; give each condition its own name")
+    if any(c.adversarial for c in declared):
+        raise UsageError(
+            "the adversarial condition is not available yet: its payload catalogue is being built"
+        )
     if k < 1 or concurrency < 1 or max_attempts < 1:
         raise UsageError("--k, --concurrency and --max-attempts must be at least 1")
     if not (math.isfinite(temperature) and 0 <= temperature <= MAX_TEMPERATURE):
@@ -89,7 +95,7 @@ def audit(
         tasks=tasks,
         seed_digest=sandbox.seed_template().digest,
         template_digests={tid: p.template.digest for tid, p in prepared.items()},
-        conditions=conditions,
+        conditions=[c.model_dump(mode="json") for c in declared],
         k=k,
         agents=[a.config() for a in agents.values()],
         sampling=sampling,
@@ -108,7 +114,7 @@ def audit(
         protocol = write_or_check(rd.manifest, manifest)
         for p in prepared.values():
             rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
-        plans = expand(list(agents), [t.id for t in tasks], conditions, k)
+        plans = expand(list(agents), [t.id for t in tasks], list(by_name), k)
         lost = rd.lost_evidence()
         if lost:
             first, why = next(iter(lost.items()))
@@ -117,7 +123,15 @@ def audit(
         finished = rd.finished(max_attempts) - lost.keys()
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
         ctx = AuditContext(
-            sandbox, prepared, agents, rd, protocol, prices, max_steps, max_attempts=max_attempts
+            sandbox,
+            prepared,
+            agents,
+            rd,
+            protocol,
+            prices,
+            max_steps,
+            max_attempts=max_attempts,
+            layers=lambda plan: layers_for(by_name[plan.condition], prepared[plan.task]),
         )
         with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
             new = asyncio.run(run_matrix(ctx, pending, concurrency, progress)) if pending else []

@@ -26,7 +26,7 @@ def build_manifest(
     tasks: list[Task],
     seed_digest: str,
     template_digests: dict[str, str],
-    conditions: list[str],
+    conditions: list[dict[str, Any]],
     k: int,
     agents: list[dict[str, Any]],
     sampling: dict[str, Any],
@@ -52,6 +52,7 @@ def build_manifest(
                 "fixture_digest": t.fixture_digest(),
                 "template_digest": template_digests[t.id],
                 "params": t.params,
+                "optimal_steps": t.optimal_steps,
             }
             for t in sorted(tasks, key=lambda t: t.id)
         ],

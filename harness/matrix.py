@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 from harness.records import run_id
 
-CONDITIONS = ("clean",)
-
 
 def run_seed(task_id: str, condition: str, run_index: int) -> str:
     """sha256("task|condition|index"): independent of the model, so models meet identical runs."""

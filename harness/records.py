@@ -68,6 +68,8 @@ class RunRecord(BaseModel):
     verdict: Verdict | None
     error: RunError | None = None
     events: list[Event] = Field(default_factory=list)
+    # Under an injecting condition: whether any payload reached the agent (not exposed is never "resisted").
+    exposure: Literal["exposed", "not_exposed"] | None = None
     script: str | None = Field(default=None, description="the script a scripted or reference agent followed")
     final_message: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)

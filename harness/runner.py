@@ -10,6 +10,8 @@ of the same command runs again. Refused credentials stop every run at once and r
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -112,7 +114,10 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
         events=session.events,
         script=result.script if result else None,
         final_message=result.final_message if result else None,
-        tool_calls=[{"ordinal": c.ordinal, "tool": c.tool, "ok": c.ok} for c in session.calls],
+        tool_calls=[
+            {"ordinal": c.ordinal, "tool": c.tool, "ok": c.ok, "args_digest": args_digest(c.args)}
+            for c in session.calls
+        ],
         usage=TokenUsage(
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, model_calls=usage.model_calls
         )
@@ -129,6 +134,12 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
     )
     ctx.results.append(record)
     return record
+
+
+def args_digest(args: Any) -> str:
+    """Two calls with the same tool and digest repeat each other (the efficiency axis counts them)."""
+    text = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 async def _act(agent: Agent, episode: Episode, timeout_s: float) -> AgentResult:

@@ -2,19 +2,76 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harness.agents.base import AgentKind, AgentResult, ConfigError, Episode
 from harness.agents.registry import agent_adapter
 from harness.tasks import Script, Task
+from sandbox.tools import ToolResult
 
 
-async def replay(episode: Episode, script: Script, name: str) -> AgentResult:
-    steps = script.steps[: episode.max_steps]
-    for step in steps:
-        await episode.call(step.tool, step.args)
-    stalled = len(script.steps) > episode.max_steps
-    return AgentResult(final_message=None if stalled else script.final, stalled=stalled, script=name)
+async def replay(episode: Episode, script: Script, name: str, on_failure: Retry | None = None) -> AgentResult:
+    """Make the script's calls in order; `on_failure` decides what to do after a call that failed."""
+    budget = episode.max_steps
+    for step in script.steps:
+        if budget <= 0:
+            return AgentResult(final_message=None, stalled=True, script=name)
+        result = await episode.call(step.tool, step.args)
+        budget -= 1
+        if on_failure is not None and not result.ok and budget > 0:
+            budget -= await on_failure(episode, step.tool, step.args, result)
+    return AgentResult(final_message=script.final, script=name)
+
+
+# (episode, tool, args, failed result) -> calls spent recovering
+Retry = Callable[[Episode, str, dict[str, Any], ToolResult], Awaitable[int]]
+TRANSIENT = ("timeout", "HTTP 500", "HTTP 429")
+
+
+def transient(result: ToolResult) -> bool:
+    error = result.content.get("error", "") if isinstance(result.content, dict) else ""
+    return isinstance(error, str) and error.startswith(TRANSIENT)
+
+
+async def naive_retry(episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
+    """Repeat a call that failed transiently, once, without looking: after a lost response this
+    repeats an act that already happened."""
+    if not transient(result):
+        return 0
+    await episode.call(tool, args)
+    return 1
+
+
+async def reconcile(episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
+    """Before repeating a write that failed transiently, read whether it happened: the same-named list
+    tool (issue_refund -> list_refunds), filtered by the write's own arguments, holding a row that agrees
+    with every argument it shows means it did."""
+    if not transient(result):
+        return 0
+    if not episode.tools[tool].mutates:
+        await episode.call(tool, args)
+        return 1
+    lister = episode.tools.get(f"list_{tool.split('_', 1)[-1]}s")
+    if lister is None:
+        return 0  # no way to tell: leave it rather than risk doing it twice
+    accepted = lister.parameters.get("properties", {})
+    seen = await episode.call(lister.name, {k: v for k, v in args.items() if k in accepted and k != "query"})
+    rows = seen.content.get("items") if seen.ok and isinstance(seen.content, dict) else None
+    if not isinstance(rows, list):
+        return 1  # the read failed too: still no way to tell
+    if any(_agrees(row, args) for row in rows):
+        return 1
+    await episode.call(tool, args)
+    return 2
+
+
+def _agrees(row: Any, args: dict[str, Any]) -> bool:
+    shared = [k for k in args if isinstance(row, dict) and k in row]
+    return bool(shared) and all(str(row[k]) == str(args[k]) for k in shared)
+
+
+RECOVERY: dict[str, Retry] = {"naive-retry": naive_retry, "reconcile": reconcile}
 
 
 class ScriptedAgent:
@@ -22,6 +79,8 @@ class ScriptedAgent:
 
     `noop` is built in: a single read-free run with a vague final message. A task without the named
     counterexample gets the noop script, so a matrix over the whole suite never has holes.
+    `naive-retry` and `reconcile` follow the oracle and differ only after a call fails transiently (a
+    timeout, a 5xx, a 429): the first repeats it blindly, the second reads the state first.
     """
 
     kind: AgentKind = "scripted"
@@ -35,13 +94,15 @@ class ScriptedAgent:
 
     def pick(self, task: Task) -> tuple[str, Script]:
         scripts = task.scripts()
+        if self.script in RECOVERY:
+            return self.script, task.oracle
         if self.script in scripts:
             return self.script, scripts[self.script]
         return "noop", Script(steps=[], final="I looked into it.")
 
     async def run(self, episode: Episode) -> AgentResult:
         name, script = self.pick(episode.task)
-        return await replay(episode, script, name)
+        return await replay(episode, script, name, RECOVERY.get(self.script))
 
 
 class ReferenceStochasticAgent:

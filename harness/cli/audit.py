@@ -38,6 +38,15 @@ def audit(
         list[str] | None,
         typer.Option("--tasks", help="Task id glob(s); repeat or comma-separate. Default: all."),
     ] = None,
+    condition: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--condition",
+            "-c",
+            help="clean, noisy, or a YAML file declaring a condition; repeat or comma-separate. "
+            "Default: clean.",
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")] = 4,
     results: Annotated[
         Path | None, typer.Option("--results", help="Results directory (default results/<models>-k<K>).")
@@ -82,6 +91,7 @@ def audit(
                 models=models,
                 k=k,
                 task_patterns=patterns,
+                conditions=split_list(condition or ["clean"]),
                 concurrency=concurrency,
                 results=results,
                 sandbox=sb,

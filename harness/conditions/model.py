@@ -1,0 +1,79 @@
+"""Condition declarations: the three built-ins and user YAML files in the same form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import UsageError, UserError
+
+Fault = Literal["timeout", "lost_response", "server_error", "malformed", "empty", "rate_limited"]
+FAULTS: tuple[Fault, ...] = ("timeout", "lost_response", "server_error", "malformed", "empty", "rate_limited")
+ToolScope = Literal["read", "write", "all"]
+Delivery = Literal["appended", "embedded"]
+DELIVERIES: tuple[Delivery, ...] = ("appended", "embedded")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Noise(_Strict):
+    """Each call in scope meets one fault with probability `failure_rate`, drawn from the run's stream."""
+
+    failure_rate: float = Field(default=0.3, ge=0.0, le=1.0)
+    faults: list[Fault] = Field(default_factory=lambda: list(FAULTS), min_length=1)
+    tools: ToolScope = "all"  # by the tools' reversibility tags: read, write (any mutating tool) or all
+
+
+class Injection(_Strict):
+    """Per run one payload and one delivery (from the run's stream); each read result the agent gets
+    carries it with probability `rate`."""
+
+    rate: float = Field(default=0.5, ge=0.0, le=1.0)
+    deliveries: list[Delivery] = Field(default_factory=lambda: list(DELIVERIES), min_length=1)
+    payloads: list[str] | None = None  # catalogue ids; default every payload
+
+
+class Condition(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,39}$")
+    noisy: Noise | None = None
+    adversarial: Injection | None = None
+
+
+BUILTIN: dict[str, Condition] = {
+    "clean": Condition(name="clean"),
+    "noisy": Condition(name="noisy", noisy=Noise()),
+    "adversarial": Condition(name="adversarial", adversarial=Injection()),
+}
+
+
+def resolve_condition(arg: str) -> Condition:
+    """A built-in name, or a YAML file declaring a condition in the same form."""
+    if arg in BUILTIN:
+        return BUILTIN[arg]
+    path = Path(arg)
+    if path.suffix not in (".yaml", ".yml"):
+        raise UsageError(
+            f"--condition {arg!r}: not a built-in condition ({', '.join(BUILTIN)}) nor a .yaml file"
+        )
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--condition {arg}: no such file") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UserError(f"{path}: not a readable YAML condition ({type(exc).__name__})") from None
+    try:
+        condition = Condition.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise UserError(f"{path}: field {where}: {err['msg']}") from None
+    if condition.name in BUILTIN and condition != BUILTIN[condition.name]:
+        raise UserError(
+            f"{path}: field name: {condition.name!r} is a built-in condition; choose another name"
+        )
+    return condition
