@@ -76,6 +76,13 @@ class Task(Strict):
         description="reference/stochastic: probability of each script (oracle or a "
         "counterexample name); the rest goes to the oracle",
     )
+    reference_blind_retry: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="reference/stochastic: probability that it repeats a write blindly after a transient "
+        "failure (else it reads the state first)",
+    )
     oracle: Script
     counterexamples: dict[str, Script]
     rationale: str = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -107,8 +108,9 @@ class ScriptedAgent:
 
 class ReferenceStochasticAgent:
     """`reference/stochastic`: per run, follow the oracle or one of the task's damaging counterexamples,
-    chosen from the per-run seed with the probabilities the task file declares. A reference agent, not a
-    model: it lets the whole pipeline run without an API key, and reports name it as such."""
+    chosen from the per-run seed with the probabilities the task file declares, and after a transient
+    tool failure retry blindly or reconcile, also as declared. A reference agent, not a model: it lets the
+    whole pipeline run without an API key, and reports name it as such."""
 
     kind: AgentKind = "reference"
     name = "reference/stochastic"
@@ -126,9 +128,17 @@ class ReferenceStochasticAgent:
                 return name
         return "oracle"
 
+    @staticmethod
+    def recovery(task: Task, seed: str) -> Retry:
+        """After a transient failure: a blind retry with the task's declared probability, else reconcile.
+        Drawn from its own slice of the seed, independent of the script choice."""
+        u = int(hashlib.sha256(f"{seed}|retry".encode()).hexdigest()[:16], 16) / 2**64
+        return naive_retry if u < task.reference_blind_retry else reconcile
+
     async def run(self, episode: Episode) -> AgentResult:
-        name = self.choose(episode.task, episode.seed)
-        return await replay(episode, episode.task.scripts()[name], name)
+        task = episode.task
+        name = self.choose(task, episode.seed)
+        return await replay(episode, task.scripts()[name], name, self.recovery(task, episode.seed))
 
 
 @agent_adapter("scripted", "scripted/<script>")
