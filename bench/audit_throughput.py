@@ -94,12 +94,10 @@ def main() -> None:
     for c, (rate, runs) in rates.items():
         print(f"fixed 1 s latency agent, concurrency {c}: {runs} runs in {runs / rate:.1f} s ({rate:.2f} /s)")
     noisy_ratio = noisy.runs_per_second / suite.runs_per_second
-    print(
-        f"noisy condition: {len(noisy.new)} runs at {noisy.runs_per_second:.2f} /s (clean {suite.runs_per_second:.2f} /s)"
-    )
-    print(
-        f"runs_per_s={n / suite_s:.2f} speedup_at_16={rates[16][0] / rates[1][0]:.1f} noisy_ratio={noisy_ratio:.2f}"
-    )
+    clean_rate, noisy_rate = suite.runs_per_second, noisy.runs_per_second
+    print(f"noisy condition: {len(noisy.new)} runs at {noisy_rate:.2f} /s (clean {clean_rate:.2f} /s)")
+    speedup = rates[16][0] / rates[1][0]
+    print(f"runs_per_s={n / suite_s:.2f} speedup_at_16={speedup:.1f} noisy_ratio={noisy_ratio:.2f}")
 
 
 if __name__ == "__main__":
