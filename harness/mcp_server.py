@@ -122,10 +122,11 @@ async def serve(
     report: Report,
     leave: Leave,
     layers: Sequence[Layer] = (),
+    seed: str = "",
 ) -> None:
     """Create the run database, serve until shutdown, then report the verdict once (or raise)."""
     sock = listen(opts.host, opts.port) if opts.transport == "http" else None
-    session = RunSession(sb, prepared, layers=layers)
+    session = RunSession(sb, prepared, seed=seed, layers=layers)
     try:
         await session.__aenter__()
     except BaseException:

@@ -56,6 +56,15 @@ def serve(
     verdict_out: Annotated[
         Path | None, typer.Option("--verdict-out", help="Also write the verdict JSON to this file.")
     ] = None,
+    condition: Annotated[
+        str, typer.Option("--condition", help="clean, noisy, or a YAML file declaring a condition.")
+    ] = "clean",
+    run_index: Annotated[
+        int,
+        typer.Option(
+            "--run-index", min=1, help="Which run of the cell this is: its faults are the audit's run N's."
+        ),
+    ] = 1,
     final_message: Annotated[
         Path | None,
         typer.Option(
@@ -115,6 +124,13 @@ def serve(
             except OSError as exc:
                 raise UserError(f"cannot write {verdict_out}: {exc.strerror}") from None
 
+    from harness.conditions.layers import layers_for
+    from harness.conditions.model import resolve_condition
+    from harness.matrix import run_seed
+
+    declared = resolve_condition(condition)
+    if declared.adversarial is not None:
+        raise UsageError("--condition: the adversarial condition is not available over MCP yet")
     opts = ServeOptions(
         transport=transport,
         host=host,
@@ -127,7 +143,11 @@ def serve(
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
         prepared = prepare(sb, chosen[0])
-        anyio.run(serve_mcp, sb, prepared, opts, _log, report, _leave)
+        layers = layers_for(declared, prepared)
+        seed = run_seed(task, declared.name, run_index)
+        if layers:
+            _log(f"condition {declared.name}, run {run_index}: the faults of the audit's run {run_index}")
+        anyio.run(serve_mcp, sb, prepared, opts, _log, report, _leave, layers, seed)
 
 
 def register(root: typer.Typer) -> None:
