@@ -7,7 +7,7 @@ the real CLI in a subprocess.
 
 from __future__ import annotations
 
-import json
+import gzip
 import os
 import shutil
 import subprocess
@@ -226,6 +226,292 @@ CASES: dict[str, Case] = {
 }
 
 
+def files(**contents: bytes | str):
+    """Write files under tmp (name -> content; `__` stands for `.`) and run a command naming them as {0},
+    {1}, ... in that order."""
+
+    def with_args(*args: str, env: dict[str, str] | None = None):
+        def setup(tmp: Path) -> tuple[list[str], dict[str, str]]:
+            for name, content in contents.items():
+                path = tmp / name.replace("__", ".")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                data = content.encode() if isinstance(content, str) else content
+                path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+            paths = [str(tmp / name.replace("__", ".")) for name in contents]
+            return [a.format(*paths, tmp=tmp) for a in args], env or {}
+
+        return setup
+
+    return with_args
+
+
+CSV_HEAD = "model,task,run,damaged\n"
+TABLE = '{"columns":["id","x"],"primary_key":["id"],"kinds":["int","text"]}'
+DUMP_HEAD = '{"format":"agentrel-dump/1","tables":{"t":' + TABLE + "}}"
+GOOD_DUMP = DUMP_HEAD + '\n["t",[1],[1,"a"]]\n'
+SPEC = 'spec "s" version 1\nallow "any": update t\nrequire "x": exists t where after.id == 1\n'
+
+
+def label_case(before: str) -> Callable[[Path], tuple[list[str], dict[str, str]]]:
+    return files(before__jsonl__gz=before, after__jsonl__gz=GOOD_DUMP, spec__dmg=SPEC)(
+        "label", "{2}", "{0}", "{1}"
+    )
+
+
+CASES.update(
+    {
+        # analyze / export inputs
+        "analyze: not a results dir": (command("analyze", "{tmp}"), BAD_INPUT, "no runs.jsonl here"),
+        "analyze: missing path": (command("analyze", "{tmp}/nope"), BAD_INPUT, "nope"),
+        "analyze: garbage first line": (
+            files(**{"r/runs.jsonl": "garbage\n"})("analyze", "{tmp}/r"),
+            BAD_INPUT,
+            "runs.jsonl:1",
+        ),
+        "analyze: manifest a list": (
+            files(**{"r/runs.jsonl": "\n", "r/manifest.json": "[1]"})("analyze", "{tmp}/r"),
+            BAD_INPUT,
+            "manifest.json",
+        ),
+        "analyze: CSV missing column": (
+            files(**{"o__csv": "model,task,run\nm,t,1\n"})("analyze", "{0}"),
+            BAD_INPUT,
+            "damaged",
+        ),
+        "analyze: CSV bad boolean": (
+            files(**{"o__csv": CSV_HEAD + "m,t,1,perhaps\n"})("analyze", "{0}"),
+            BAD_INPUT,
+            "o.csv:2",
+        ),
+        "analyze: CSV empty": (files(**{"o__csv": CSV_HEAD})("analyze", "{0}"), BAD_INPUT, "o.csv"),
+        "analyze: CSV not UTF-8": (
+            files(**{"o__csv": b"model,task,run,damaged\n\xff\xfe,t,1,true\n"})("analyze", "{0}"),
+            BAD_INPUT,
+            "o.csv",
+        ),
+        "analyze: negative bootstrap": (
+            command("analyze", "{tmp}", "--bootstrap", "-1"),
+            USAGE,
+            "--bootstrap",
+        ),
+        "export: not a results dir": (
+            command("export", "damages", "{tmp}", "-o", "{tmp}/d.csv"),
+            BAD_INPUT,
+            "no runs.jsonl here",
+        ),
+        "export: no output named": (command("export", "damages", "{tmp}"), USAGE, "--output"),
+        "export: unknown table": (command("export", "everything", "{tmp}"), USAGE, "everything"),
+        # required-k
+        "required-k: p above 1": (command("required-k", "--p", "2"), USAGE, "--p must lie in [0, 1]"),
+        "required-k: x above n": (command("required-k", "--x", "3", "--n", "2"), USAGE, "0 <= x <= n"),
+        "required-k: alpha above 1": (
+            command("required-k", "--p", "0.1", "--alpha", "1.5"),
+            USAGE,
+            "strictly",
+        ),
+        "required-k: alpha and target": (
+            command("required-k", "--p", "0.1", "--alpha", "0.1", "--target", "0.9"),
+            USAGE,
+            "not both",
+        ),
+        "required-k: nothing given": (command("required-k"), USAGE, "give exactly one of"),
+        "required-k: confidence 1": (
+            command("required-k", "--p", "0.1", "--confidence", "1"),
+            USAGE,
+            "strictly",
+        ),
+        # label and spec
+        "label: dump missing": (
+            command("label", "{tmp}/s.dmg", "{tmp}/a.gz", "{tmp}/b.gz"),
+            BAD_INPUT,
+            "no such",
+        ),
+        "label: header without tables": (
+            label_case('{"format":"agentrel-dump/1"}\n'),
+            BAD_INPUT,
+            "no 'tables' mapping",
+        ),
+        "label: kinds shorter than columns": (
+            label_case(GOOD_DUMP.replace('"kinds":["int","text"]', '"kinds":["int"]')),
+            BAD_INPUT,
+            "before.jsonl.gz:1",
+        ),
+        "label: key names a missing column": (
+            label_case(GOOD_DUMP.replace('"primary_key":["id"]', '"primary_key":["nope"]')),
+            BAD_INPUT,
+            "before.jsonl.gz:1",
+        ),
+        "label: key disagrees with its row": (
+            label_case(DUMP_HEAD + '\n["t",[2],[1,"a"]]\n'),
+            BAD_INPUT,
+            "before.jsonl.gz:2",
+        ),
+        "label: a key twice": (
+            label_case(DUMP_HEAD + '\n["t",[1],[1,"a"]]\n["t",[1],[1,"b"]]\n'),
+            BAD_INPUT,
+            "before.jsonl.gz:3",
+        ),
+        "label: not gzip": (
+            files(b__jsonl__gz="x", a__jsonl__gz=GOOD_DUMP, s__dmg=SPEC)("label", "{2}", "{0}", "{1}"),
+            BAD_INPUT,
+            "b.jsonl.gz",
+        ),
+        "label: bad param": (
+            files(a__jsonl__gz=GOOD_DUMP, s__dmg=SPEC)("label", "{1}", "{0}", "{0}", "--param", "nope"),
+            USAGE,
+            "expected NAME=VALUE",
+        ),
+        # sandbox
+        "sandbox: unknown backend": (
+            command("sandbox", "status", "--backend", "cloud"),
+            ENVIRONMENT,
+            "cloud",
+        ),
+        "sandbox: scale zero": (command("sandbox", "up", "--scale", "0"), USAGE, "--scale"),
+        "sandbox: destroy docker": (
+            command("sandbox", "destroy", "--backend", "docker"),
+            USAGE,
+            "local cluster",
+        ),
+        "sandbox: unknown command": (command("sandbox", "explode"), USAGE, "No such command"),
+        # mcp serve
+        "mcp: port out of range": (
+            command("mcp", "serve", "--task", TASK, "--port", "70000"),
+            USAGE,
+            "--port",
+        ),
+        "mcp: unknown transport": (
+            command("mcp", "serve", "--task", TASK, "--transport", "pigeon"),
+            USAGE,
+            "pigeon",
+        ),
+        "mcp: remote host": (
+            command("mcp", "serve", "--task", TASK, "--transport", "http", "--host", "0.0.0.0"),
+            USAGE,
+            "is not loopback",
+        ),
+        "mcp: remote without token": (
+            command(
+                "mcp", "serve", "--task", TASK, "--transport", "http", "--host", "0.0.0.0", "--allow-remote"
+            ),
+            USAGE,
+            "token",
+        ),
+        "mcp: unknown task": (command("mcp", "serve", "--task", "no-such-task"), USAGE, "no task matches"),
+        "mcp: adversarial": (
+            command("mcp", "serve", "--task", TASK, "--condition", "adversarial"),
+            USAGE,
+            "adversarial",
+        ),
+        # audit conditions and prices
+        "condition unknown": (audit("--condition", "stormy"), USAGE, "not a built-in condition"),
+        "condition file missing": (audit("--condition", "{tmp}/c.yaml"), USAGE, "no such file"),
+        "condition rate above 1": (
+            files(**{"c__yaml": "name: x\nnoisy: {failure_rate: 2}\n"})(
+                "audit", "--k", "1", "--tasks", TASK, "--condition", "{0}", "--results", "{tmp}/r"
+            ),
+            BAD_INPUT,
+            "field noisy.failure_rate",
+        ),
+        "condition unknown fault": (
+            files(**{"c__yaml": "name: x\nnoisy: {faults: [meteor]}\n"})(
+                "audit", "--k", "1", "--tasks", TASK, "--condition", "{0}", "--results", "{tmp}/r"
+            ),
+            BAD_INPUT,
+            "field noisy.faults.0",
+        ),
+        "condition names clash": (
+            files(**{"c__yaml": "name: x\n", "d__yaml": "name: x\nnoisy: {failure_rate: 0.1}\n"})(
+                "audit",
+                "--k",
+                "1",
+                "--tasks",
+                TASK,
+                "-c",
+                "{0}",
+                "-c",
+                "{1}",
+                "--results",
+                "{tmp}/r",
+            ),
+            USAGE,
+            "same name",
+        ),
+        "prices not YAML": (
+            files(**{"p__yaml": "a: [b\n"})("audit", "--k", "1", "--tasks", TASK, "--prices", "{0}"),
+            BAD_INPUT,
+            "p.yaml",
+        ),
+        "prices bad entry": (
+            files(**{"p__yaml": "openai/x: {input_per_mtok: cheap}\n"})(
+                "audit", "--k", "1", "--tasks", TASK, "--prices", "{0}"
+            ),
+            BAD_INPUT,
+            "p.yaml",
+        ),
+        # tasks
+        "tasks prove unknown": (command("tasks", "prove", "no-such-task"), USAGE, "no task matches"),
+        "tasks validate unknown": (command("tasks", "validate", "no-such-task"), USAGE, "no task matches"),
+        # task files read through a suite copy
+        "task: unknown lever": (
+            suite_with(edit_task("lever: ", "lever: vibes\nx_lever: ")),
+            BAD_INPUT,
+            "field",
+        ),
+        "task: optimal steps zero": (
+            suite_with(lambda s: _sub(task_file(s), r"optimal_steps: \d+", "optimal_steps: 0")),
+            BAD_INPUT,
+            "field optimal_steps",
+        ),
+        "task: unknown field": (
+            suite_with(edit_task("lever:", "surprise: 1\nlever:")),
+            BAD_INPUT,
+            "surprise",
+        ),
+        "task: reference unknown script": (
+            suite_with(lambda s: _sub(task_file(s), r"reference: \{", "reference: {ghost: 0.1, ")),
+            BAD_INPUT,
+            "unknown script",
+        ),
+        "task: reference above 1": (
+            suite_with(lambda s: _sub(task_file(s), r"reference: \{", "reference: {oracle: 0.99, ")),
+            BAD_INPUT,
+            "sum to at most 1",
+        ),
+        "task: id not the file name": (
+            suite_with(edit_task(f"id: {TASK}", "id: other-id")),
+            BAD_INPUT,
+            "file name",
+        ),
+        "task: not YAML": (suite_with(edit_task("lever:", "lever: [\nx:")), BAD_INPUT, "not valid YAML"),
+        "task: not a mapping": (
+            suite_with(lambda s: task_file(s).write_text("- a\n- b\n")),
+            BAD_INPUT,
+            "mapping",
+        ),
+        "task: blind retry above 1": (
+            suite_with(edit_task("lever:", "reference_blind_retry: 1.5\nlever:")),
+            BAD_INPUT,
+            "reference_blind_retry",
+        ),
+        "task: bad id shape": (
+            suite_with(edit_task(f"id: {TASK}", "id: Itsm_Cab")),
+            BAD_INPUT,
+            "lower-case",
+        ),
+    }
+)
+
+
+def _sub(path: Path, pattern: str, replacement: str) -> None:
+    import re
+
+    text = path.read_text()
+    changed = re.sub(pattern, replacement, text, count=1)
+    assert changed != text, pattern
+    path.write_text(changed)
+
+
 def _empty_tools(text: str) -> str:
     start = text.index("tools:")
     return text[:start] + "tools: []\n" + text[text.index("fixture_sql:") :]
@@ -235,22 +521,43 @@ AGENTREL = [sys.executable, "-m", "harness.cli"]
 ENV = dict(os.environ)
 
 
+def run_cli(args: list[str], env: dict[str, str], monkeypatch, capsys) -> tuple[int, str]:
+    """The real entry point, in-process (the corpus is large): exit code and stderr."""
+    from harness.cli.main import main
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(sys, "argv", ["agentrel", *args])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main()
+    code = exited.value.code
+    return (code if isinstance(code, int) else 1), capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_bad_input_is_one_line_with_its_exit_code(tmp_path, name):
+def test_bad_input_is_one_line_with_its_exit_code(tmp_path, monkeypatch, capsys, name):
     setup, code, fragment = CASES[name]
     args, env = setup(tmp_path)
     runs = tmp_path / "r" / "runs.jsonl"
     before = runs.read_bytes() if runs.exists() else None
-    proc = subprocess.run([*AGENTREL, *args], capture_output=True, text=True, env={**ENV, **env}, timeout=300)
-    lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith("audit ")]
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    assert len(lines) == 1 and lines[0].startswith("agentrel: error: "), proc.stderr
-    assert fragment in lines[0], lines[0]
+    got, stderr = run_cli(args, env, monkeypatch, capsys)
+    lines = [line for line in stderr.strip().splitlines() if not line.startswith("audit ")]
+    assert "Traceback" not in stderr, stderr
+    assert got == code, (got, stderr)
+    assert len(lines) == 1 and lines[0].startswith("agentrel: error: "), stderr
+    assert fragment in " ".join(lines[0].split()), lines[0]
     # Recorded runs are never lost or rewritten by a refused invocation.
     assert (runs.read_bytes() if runs.exists() else None) == before
 
 
-def test_the_corpus_is_large():
-    assert len(CASES) >= 35
-    assert json.dumps(sorted(CASES))  # names are plain text, for the test ids
+def test_the_corpus_holds_at_least_the_probes_93_inputs():
+    assert len(CASES) >= 93
+
+
+def test_one_case_through_a_real_process(tmp_path):
+    """The in-process corpus and the installed entry point agree."""
+    proc = subprocess.run(
+        [*AGENTREL, "audit", "--temperature", "nan"], capture_output=True, text=True, env=ENV, timeout=120
+    )
+    assert proc.returncode == USAGE and proc.stderr.count("\n") == 1 and "--temperature" in proc.stderr
