@@ -14,11 +14,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.errors import UsageError, UserError
 from harness.suite_paths import ENV, suite_root, tasks_dir
+from harness.yamlfile import load_model
 
 Lever = Literal[
     "entity_confusability",
@@ -124,42 +124,8 @@ class Task(Strict):
         return hashlib.sha256(self.spec_path.read_bytes()).hexdigest()
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML whose mappings refuse a key given twice (PyYAML keeps the last one silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"field {key!r} is given twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_task(path: Path) -> Task:
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such task file") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the task file as UTF-8") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the task file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    if not isinstance(raw, dict):
-        raise UserError(f"{path}: a task file must be a mapping of fields")
-    try:
-        task = Task.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise UserError(f"{path}: field {field}: {err['msg']}") from None
+    task = load_model(Task, path)
     if path.stem != task.id:
         raise UserError(f"{path}: field id: {task.id!r} must match the file name {path.stem!r}")
     if path.parent.name in ("itsm", "csm") and path.parent.name != task.vertical:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import UsageError, UserError
+from harness.yamlfile import load_model
 
 Fault = Literal["timeout", "lost_response", "server_error", "malformed", "empty", "rate_limited"]
 FAULTS: tuple[Fault, ...] = ("timeout", "lost_response", "server_error", "malformed", "empty", "rate_limited")
@@ -60,18 +60,9 @@ def resolve_condition(arg: str) -> Condition:
         raise UsageError(
             f"--condition {arg!r}: not a built-in condition ({', '.join(BUILTIN)}) nor a .yaml file"
         )
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"--condition {arg}: no such file") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: not a readable YAML condition ({type(exc).__name__})") from None
-    try:
-        condition = Condition.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise UserError(f"{path}: field {where}: {err['msg']}") from None
+    if not path.exists():
+        raise UsageError(f"--condition {arg}: no such file")
+    condition = load_model(Condition, path)
     if condition.name in BUILTIN and condition != BUILTIN[condition.name]:
         raise UserError(
             f"{path}: field name: {condition.name!r} is a built-in condition; choose another name"

@@ -418,7 +418,7 @@ CASES.update(
                 "audit", "--k", "1", "--tasks", TASK, "--condition", "{0}", "--results", "{tmp}/r"
             ),
             BAD_INPUT,
-            "field noisy.faults.0",
+            "field noisy.faults[0]",
         ),
         "condition names clash": (
             files(**{"c__yaml": "name: x\n", "d__yaml": "name: x\nnoisy: {failure_rate: 0.1}\n"})(
