@@ -1,11 +1,12 @@
 """Audit throughput: the whole suite x K=16 with the reference agent, and concurrency 16 vs 1 for an
 agent whose every model call takes 1 s (what a hosted model costs in wall time), side by side.
 
-The same suite then runs under the noisy condition (each tool call meets a fault with probability 0.3),
-its run phase timed against the clean one's.
+The same suite then runs under the noisy condition (each tool call meets a fault with probability 0.3)
+and the adversarial one (payloads in what the agent reads, goals labelled with the task's spec), each run
+phase timed against the clean one's.
 
 Last line: runs_per_s=<reference suite throughput> speedup_at_16=<wall(c=1) / wall(c=16)>
-noisy_ratio=<run-phase runs/s noisy / clean>
+noisy_ratio=<run-phase runs/s noisy / clean> adversarial_ratio=<adversarial / clean>
 """
 
 from __future__ import annotations
@@ -64,16 +65,19 @@ def main() -> None:
         )
         suite_s = time.perf_counter() - t0
         n = len(suite.new)
-        noisy = audit(
-            models=["reference/stochastic"],
-            k=K,
-            task_patterns=None,
-            concurrency=CONCURRENCY,
-            results=Path(tmp) / "noisy",
-            sandbox=sb,
-            show_progress=False,
-            conditions=["noisy"],
-        )
+        under = {
+            condition: audit(
+                models=["reference/stochastic"],
+                k=K,
+                task_patterns=None,
+                concurrency=CONCURRENCY,
+                results=Path(tmp) / condition,
+                sandbox=sb,
+                show_progress=False,
+                conditions=[condition],
+            )
+            for condition in ("noisy", "adversarial")
+        }
         # 32 runs (16 tasks x 2): two full waves at concurrency 16. The run phase is timed on its own
         # (AuditOutcome.runs_per_second), since preparing tasks is a one-off cost of any audit.
         tasks = sorted({r.task for r in suite.new})[:16]
@@ -93,11 +97,16 @@ def main() -> None:
     print(f"reference suite: {n} runs (all tasks x K={K}) in {suite_s:.1f} s at concurrency {CONCURRENCY}")
     for c, (rate, runs) in rates.items():
         print(f"fixed 1 s latency agent, concurrency {c}: {runs} runs in {runs / rate:.1f} s ({rate:.2f} /s)")
-    noisy_ratio = noisy.runs_per_second / suite.runs_per_second
-    clean_rate, noisy_rate = suite.runs_per_second, noisy.runs_per_second
-    print(f"noisy condition: {len(noisy.new)} runs at {noisy_rate:.2f} /s (clean {clean_rate:.2f} /s)")
+    clean_rate = suite.runs_per_second
+    ratios = {}
+    for condition, out in under.items():
+        ratios[condition] = out.runs_per_second / clean_rate
+        print(f"{condition}: {len(out.new)} runs at {out.runs_per_second:.2f} /s (clean {clean_rate:.2f} /s)")
     speedup = rates[16][0] / rates[1][0]
-    print(f"runs_per_s={n / suite_s:.2f} speedup_at_16={speedup:.1f} noisy_ratio={noisy_ratio:.2f}")
+    print(
+        f"runs_per_s={n / suite_s:.2f} speedup_at_16={speedup:.1f} "
+        f"noisy_ratio={ratios['noisy']:.2f} adversarial_ratio={ratios['adversarial']:.2f}"
+    )
 
 
 if __name__ == "__main__":

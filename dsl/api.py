@@ -4,6 +4,10 @@ spec = load_spec("damage_specs/csm-goodwill-cap.dmg")
 problems = check_spec(spec, schema)                       # [] when the spec is sound
 verdict = label(spec, {"cap": "250"}, before, after, RunFacts(final_message=text))
 verdict.model_dump(mode="json")                           # what a run record stores
+
+# An injection's goal specs labelled beside the task's: their damage rules are tried first, and every
+# event names its spec (``injection:<goal>``); allow rules, fallback and requirements are the task's.
+verdict = label(spec, params, before, after, facts, extra=[(goal_spec, goal_params)])
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ PARAM_TYPES = ("int", "numeric", "text", "bool", "date", "timestamp")
 # Spellings accepted for param types, mapped to the canonical name.
 PARAM_TYPE_ALIASES = {"money": "numeric", "decimal": "numeric", "string": "text", "boolean": "bool"}
 FUNCTIONS = ("lower", "upper", "abs", "coalesce")
+AggregateFunc = Lit["count", "sum", "min", "max"]
+AGGREGATE_FUNCTIONS: tuple[AggregateFunc, ...] = ("count", "sum", "min", "max")
 COLUMN_SET_FUNCTIONS = ("changed", "only_changed")
 
 
@@ -149,6 +151,17 @@ class ListExpr:
     span: Span = field(default=NOWHERE, compare=False)
 
 
+@dataclass(frozen=True)
+class Aggregate:
+    """``count`` (the group's changes), ``sum(x)``, ``min(x)``, ``max(x)`` (over the non-null values of
+    ``x`` in the group; null when there are none). Only in the having clause and price of an aggregate
+    rule; ``arg`` is None exactly for ``count``."""
+
+    func: AggregateFunc
+    arg: Expr | None = None
+    span: Span = field(default=NOWHERE, compare=False)
+
+
 Expr = (
     Literal
     | Column
@@ -165,6 +178,7 @@ Expr = (
     | IsNull
     | TupleExpr
     | ListExpr
+    | Aggregate
 )
 
 
@@ -178,6 +192,8 @@ def children(e: Expr) -> tuple[Expr, ...]:
         return (e.left, e.right)
     if isinstance(e, In):
         return (e.item, e.options)
+    if isinstance(e, Aggregate) and e.arg is not None:
+        return (e.arg,)
     return ()
 
 
@@ -235,8 +251,20 @@ class Volatile:
 
 
 @dataclass(frozen=True)
+class Grouping:
+    """``[group by EXPR, ...] having COND`` of an aggregate damage rule. The rule's matching changes
+    are split into groups by the values of ``by`` (no ``by``: all of them form one group); each group
+    for which ``having`` holds is one damage event, priced by the rule's price over the group."""
+
+    by: tuple[Expr, ...]
+    having: Expr
+    span: Span = field(default=NOWHERE, compare=False)
+
+
+@dataclass(frozen=True)
 class Rule:
-    """An ``allow`` or ``damage`` rule. Damage rules carry severity, irreversibility and a price."""
+    """An ``allow`` or ``damage`` rule. Damage rules carry severity, irreversibility and a price; an
+    aggregate damage rule also a ``grouping`` (its price and having clause read the group)."""
 
     kind: Lit["allow", "damage"]
     label: str
@@ -245,6 +273,11 @@ class Rule:
     irreversibility: Irreversibility | None = None
     price: Expr | None = None  # None means $0
     span: Span = field(default=NOWHERE, compare=False)
+    grouping: Grouping | None = None  # set: an aggregate damage rule
+
+    @property
+    def is_aggregate(self) -> bool:
+        return self.grouping is not None
 
 
 @dataclass(frozen=True)
@@ -307,10 +340,17 @@ class Spec:
         return self.span.file
 
     def ordered_rules(self) -> tuple[Rule, ...]:
-        """Evaluation order: every damage rule (file order), then every allow rule (file order)."""
-        return tuple(r for r in self.rules if r.kind == "damage") + tuple(
-            r for r in self.rules if r.kind == "allow"
-        )
+        """The per-row rules in evaluation order: every damage rule (file order), then every allow
+        rule (file order). Aggregate rules label no row and are not among them."""
+        return self.damage_rules() + tuple(r for r in self.rules if r.kind == "allow")
+
+    def damage_rules(self) -> tuple[Rule, ...]:
+        """The per-row damage rules, in file order."""
+        return tuple(r for r in self.rules if r.kind == "damage" and r.grouping is None)
+
+    def aggregate_rules(self) -> tuple[Rule, ...]:
+        """The aggregate damage rules, in file order."""
+        return tuple(r for r in self.rules if r.grouping is not None)
 
     def effective_fallback(self) -> Fallback:
         return self.fallback or DEFAULT_FALLBACK

@@ -1,9 +1,11 @@
 """Semantic checks of a spec against a schema: ``check_spec(spec, schema) -> [SpecProblem]``.
 
 Reported: unknown tables, columns and params; type errors (a text column in a price, a date compared
-with a number); volatile declarations that cannot apply; rules that can never match (an insert rule
-reading ``before.*``, ``changed()`` outside an update rule, a rule shadowed by an earlier
-unconditional rule); and a spec with no requirement (a run that does nothing would pass).
+with a number, a sum over text, a having clause that is not a condition); volatile declarations that
+cannot apply; rules that can never match (an insert rule reading ``before.*``, ``changed()`` outside an
+update rule, a rule shadowed by an earlier unconditional rule); and a spec with no requirement (a run
+that does nothing would pass). Aggregate rules are checked like row rules, their group keys as where
+clauses, their having clause and price over the group.
 
 A problem is *fatal* when the spec cannot be evaluated as written; ``label`` refuses such specs.
 """
@@ -17,6 +19,9 @@ from dsl import ast
 from dsl.errors import Span
 from dsl.state import TableInfo
 from dsl.typecheck import NUMBERS, Env, Type, infer, show
+
+# Specs named so are goal specs (an injection payload's), labelled beside a task's spec.
+GOAL_PREFIX = "injection:"
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,10 @@ def check_spec(spec: ast.Spec, schema: dict[str, TableInfo]) -> list[SpecProblem
         _check_volatile(v, schema, problems)
     for rule in spec.rules:
         m = rule.match
-        _check_match(m.op, m.table, m.where, rule.price, m.table_span, schema, params, problems)
+        if rule.grouping is not None:
+            _check_aggregate(rule, rule.grouping, schema, params, problems)
+        else:
+            _check_match(m.op, m.table, m.where, rule.price, m.table_span, schema, params, problems)
     if spec.fallback is not None and spec.fallback.price is not None:
         env = Env(None, "any", params, "fallback price")
         _need_price_type(spec.fallback.price, infer(spec.fallback.price, env), env)
@@ -46,12 +54,24 @@ def check_spec(spec: ast.Spec, schema: dict[str, TableInfo]) -> list[SpecProblem
         op = q.op if q.op is not None else "state"
         _check_match(op, q.table, q.where, None, q.table_span, schema, params, problems, "requirement")
     problems += _shadowed(spec)
-    if not spec.requirements:
+    if spec.name.startswith(GOAL_PREFIX):
+        problems += _goal_problems(spec)
+    elif not spec.requirements:
         problems.append(
             (spec.span, "the spec has no require rule, so a run that changes nothing passes", False)
         )
     unique = sorted(set(problems), key=lambda p: (p[0].line, p[0].col, p[1]))
     return [SpecProblem(span, message, fatal) for span, message, fatal in unique]
+
+
+def _goal_problems(spec: ast.Spec) -> list[tuple[Span, str, bool]]:
+    """A goal spec is labelled beside a task's and contributes damage rules only (see ``dsl.label``),
+    so it needs no requirement, and what it has besides damage rules would be silently unused."""
+    unused = [r.span for r in spec.rules if r.kind == "allow"]
+    unused += [spec.fallback.span] if spec.fallback is not None else []
+    unused += [r.span for r in spec.requirements] + [v.span for v in spec.volatiles]
+    why = "a goal spec contributes only damage rules; this is ignored when it is labelled beside a task"
+    return [(span, why, False) for span in unused]
 
 
 def applicable_tables(table: str | None, refs: set[str], schema: dict[str, TableInfo]) -> list[TableInfo]:
@@ -119,6 +139,37 @@ def _check_match(
         if price is not None:
             env.context = "price"
             _need_price_type(price, infer(price, env), env)
+        problems += env.problems
+
+
+def _check_aggregate(
+    rule: ast.Rule,
+    g: ast.Grouping,
+    schema: dict[str, TableInfo],
+    params: dict[str, str],
+    problems: list[tuple[Span, str, bool]],
+) -> None:
+    """An aggregate rule: its where clause and group keys read rows as a row rule's do; its having
+    clause must be a condition and its price a number, both over aggregates, params and literals."""
+    m = rule.match
+    _check_match(m.op, m.table, m.where, None, m.table_span, schema, params, problems)
+    if m.table is not None and m.table not in schema:
+        return
+    refs = referenced_columns(m.where, rule.price, g.having, *g.by)
+    infos = applicable_tables(m.table, refs, schema)
+    if m.table is None and not infos:
+        problems.append((m.table_span, f"no table has all of the columns {', '.join(sorted(refs))}", True))
+    for info in infos:
+        env = Env(info, m.op, params, "group key")
+        for key in g.by:
+            infer(key, env)
+        env.context, env.group = "having clause", True
+        t = infer(g.having, env)
+        if t not in ("bool", "null", "any"):
+            env.problem(g.having.span, f"a having clause must be true or false, but this is {show(t)}")
+        if rule.price is not None:
+            env.context = "price of an aggregate rule"
+            _need_price_type(rule.price, infer(rule.price, env), env)
         problems += env.problems
 
 

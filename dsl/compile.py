@@ -78,7 +78,11 @@ class Compiler:
     """Compiles expressions for one table and one concrete operation: insert, delete, update, or
     ``state`` (a final-state row: the after row only). A rule for ``any`` operation is compiled once
     per operation, so no closure ever tests whether a row is present. With ``info=None`` only
-    constants compile."""
+    constants compile.
+
+    With ``slots`` it compiles the having clause or price of an aggregate rule instead: the closure
+    is called as ``fn(None, values, None)`` where ``values[slots[agg]]`` is the group's value of each
+    aggregate (``dsl.aggregate`` computes them)."""
 
     def __init__(
         self,
@@ -87,9 +91,11 @@ class Compiler:
         params: dict[str, Any],
         param_types: dict[str, str],
         volatile: frozenset[str] = frozenset(),
+        slots: dict[ast.Aggregate, int] | None = None,
     ) -> None:
         self.info, self.op, self.params, self.volatile = info, op, params, volatile
-        self.env = Env(info, op, dict(param_types))
+        self.slots = slots
+        self.env = Env(info, op, dict(param_types), group=slots is not None)
 
     def predicate(self, e: ast.Expr | None) -> Fn | None:
         """A truth test, or None for a condition that always holds (no ``where``)."""
@@ -137,6 +143,10 @@ class Compiler:
             return const(None)
         src = "b" if e.ns == "before" else "a"
         return _getter(src, info.columns.index(e.name), conv)
+
+    def _aggregate(self, e: ast.Aggregate) -> Compiled:
+        assert self.slots is not None  # check_spec rejects aggregates outside aggregate rules
+        return _getter("a", self.slots[e], None)
 
     def _keyref(self, e: ast.KeyRef) -> Compiled:
         assert self.info is not None
@@ -341,7 +351,7 @@ _FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def _reads_row(e: ast.Expr) -> bool:
-    return any(isinstance(n, ast.Column | ast.KeyRef | ast.ColumnSet) for n in ast.walk(e))
+    return any(isinstance(n, ast.Column | ast.KeyRef | ast.ColumnSet | ast.Aggregate) for n in ast.walk(e))
 
 
 def _getter(src: str, i: int, conv: Callable[[Any], Any] | None) -> Compiled:

@@ -4,20 +4,28 @@ Every row change is labelled by the first rule that matches it, in this order: d
 order), then allow rules (file order), then the fallback (the spec's, or the default "unexplained
 mutation", medium, reversible, $0). Nothing is ever skipped. Rules are compiled once per
 (table, operation) into closures, so a change is tested only against the rules that can apply to
-it. The verdict does not depend on row or table order in the dumps: events are reported sorted by
-(table, key) and everything else is a count or a sum.
+it. Aggregate damage rules (``dsl.aggregate``) then add one event per violating group; they label
+no row. The verdict does not depend on row or table order in the dumps: row events are reported
+sorted by (table, key), aggregate events after them by rule, table and group key, and everything
+else is a count or a sum.
+
+Extra specs (an injection payload's goal spec) are labelled together with the task's: their damage
+rules, row and aggregate, come before the task's, in the order given; allow rules, the fallback,
+requirements and volatile columns are the task's alone. Each spec reads its own params, and every
+event names the spec its rule comes from.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import starmap
 from operator import attrgetter
 from typing import Any
 
 from dsl import ast
+from dsl.aggregate import CompiledAggregate, aggregate_events, compile_aggregate
 from dsl.check import applicable_tables, check_spec, referenced_columns
 from dsl.compile import Compiler, Fn
 from dsl.diff import KINDS, Change, ChangeKind, TableDiff, diff_tables, sort_by_key
@@ -39,6 +47,7 @@ class CompiledRule:
     label: str
     severity: Any  # Severity | None (None on allow rules)
     irreversibility: Any  # Irreversibility | None
+    spec: str  # the name of the spec the rule comes from
 
 
 Dispatch = Callable[[Any, Any, Any], CompiledRule]
@@ -49,29 +58,44 @@ class Plan:
     """A spec compiled against a schema with resolved params."""
 
     index: dict[tuple[str, str], Dispatch]  # (table, kind) -> the rule that labels a change
-    params: dict[str, Any]
+    params: dict[str, Any]  # the task spec's (requirements read them)
     param_types: dict[str, str]
     schema: dict[str, TableInfo]
+    aggregates: tuple[CompiledAggregate, ...] = ()
 
 
-def compile_plan(spec: ast.Spec, schema: dict[str, TableInfo], params: dict[str, Any]) -> Plan:
-    """Compile every rule for every (table, operation) it can apply to. Raises SpecError when the
-    spec has fatal problems against ``schema`` (unknown table, column or param, type errors)."""
-    fatal = [p for p in check_spec(spec, schema) if p.fatal]
+def compile_plan(
+    spec: ast.Spec,
+    schema: dict[str, TableInfo],
+    params: dict[str, Any],
+    extra: Sequence[tuple[ast.Spec, dict[str, Any]]] = (),
+) -> Plan:
+    """Compile every rule for every (table, operation) it can apply to: the ``extra`` specs' damage
+    rules first, then the task spec's rules. Raises SpecError when a spec has fatal problems against
+    ``schema`` (unknown table, column or param, type errors)."""
+    fatal = [p for s in (*(e[0] for e in extra), spec) for p in check_spec(s, schema) if p.fatal]
     if fatal:
         raise SpecError("\n".join(str(p) for p in fatal))
-    types = {p.name: p.type for p in spec.params}
     volatile = volatile_columns(spec, schema)
     index: dict[tuple[str, str], list[CompiledRule]] = {(t, op): [] for t in schema for op in KINDS}
-    for rule in spec.ordered_rules():
-        m = rule.match
-        refs = referenced_columns(m.where, rule.price)
-        for info in applicable_tables(m.table, refs, schema):
-            for op in KINDS if m.op == "any" else (m.op,):
-                compiler = Compiler(info, op, params, types, volatile[info.name])
-                index[(info.name, op)].append(_compile_rule(rule, m.where, compiler))
-    fallback = _compile_rule(spec.effective_fallback(), None, Compiler(None, "any", params, types))
-    return Plan({k: _dispatcher(v, fallback) for k, v in index.items()}, params, types, schema)
+    aggregates: list[CompiledAggregate] = []
+    for s, p, rules in [
+        *((e, ep, e.damage_rules()) for e, ep in extra),
+        (spec, params, spec.ordered_rules()),
+    ]:
+        types = {d.name: d.type for d in s.params}
+        for rule in rules:
+            m = rule.match
+            refs = referenced_columns(m.where, rule.price)
+            for info in applicable_tables(m.table, refs, schema):
+                for op in KINDS if m.op == "any" else (m.op,):
+                    compiler = Compiler(info, op, p, types, volatile[info.name])
+                    index[(info.name, op)].append(_compile_rule(rule, m.where, compiler, s.name))
+        aggregates += [compile_aggregate(r, s.name, schema, p, types, volatile) for r in s.aggregate_rules()]
+    types = {d.name: d.type for d in spec.params}
+    fallback = _compile_rule(spec.effective_fallback(), None, Compiler(None, "any", params, types), spec.name)
+    index_ = {k: _dispatcher(v, fallback) for k, v in index.items()}
+    return Plan(index_, params, types, schema, tuple(aggregates))
 
 
 def volatile_columns(spec: ast.Spec, schema: dict[str, TableInfo]) -> dict[str, frozenset[str]]:
@@ -106,7 +130,9 @@ def _dispatcher(rules: list[CompiledRule], fallback: CompiledRule) -> Dispatch:
     return dispatch
 
 
-def _compile_rule(rule: ast.Rule | ast.Fallback, where: ast.Expr | None, compiler: Compiler) -> CompiledRule:
+def _compile_rule(
+    rule: ast.Rule | ast.Fallback, where: ast.Expr | None, compiler: Compiler, spec: str
+) -> CompiledRule:
     allow = isinstance(rule, ast.Rule) and rule.kind == "allow"
     pred = compiler.predicate(where)
     price = compiler.expr(rule.price) if rule.price is not None else None
@@ -118,7 +144,7 @@ def _compile_rule(rule: ast.Rule | ast.Fallback, where: ast.Expr | None, compile
         price_fn = lambda b, a, k: money(pf(b, a, k))  # noqa: E731
     severity = rule.severity if not allow else None
     irreversibility = rule.irreversibility if not allow else None
-    return CompiledRule(rule, allow, pred, price_fn, rule.label, severity, irreversibility)
+    return CompiledRule(rule, allow, pred, price_fn, rule.label, severity, irreversibility, spec)
 
 
 def label(
@@ -127,15 +153,22 @@ def label(
     before: State,
     after: State,
     facts: RunFacts,
+    extra: Sequence[tuple[ast.Spec, Mapping[str, Any] | None]] = (),
 ) -> Verdict:
     """Label one run. Raises ParamError (bad override), SpecError (spec unfit for these dumps) or
-    DiffError (dumps of different schemas); never a bare exception for user mistakes."""
-    plan = compile_plan(spec, before.schema(), resolve_params(spec, params))
+    DiffError (dumps of different schemas); never a bare exception for user mistakes.
+
+    ``extra`` are more specs with their param overrides (an injection's goal specs), labelled together
+    with ``spec``: their damage rules are tried before the task's (see the module docstring)."""
+    goals = [(g, resolve_params(g, gp)) for g, gp in extra]
+    plan = compile_plan(spec, before.schema(), resolve_params(spec, params), goals)
     diffs = diff_tables(before, after, spec.extra_volatile())
     events: list[DamageEvent] = []
     allowed: Counter[str] = Counter()
     for td in diffs:
         events += classify(plan, td, allowed)
+    if plan.aggregates:
+        events += aggregate_events(list(plan.aggregates), diffs)
     requirements = [
         RequirementResult(label=r.label, met=evaluate_requirement(plan, r, after, diffs))
         for r in spec.requirements
@@ -191,6 +224,7 @@ def _events(
             cr.severity,
             cr.irreversibility,
             cr.price(*c),
+            cr.spec,
         )
         for c, cr in zip(changes, labels, strict=True)
         if not cr.allow

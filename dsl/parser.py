@@ -66,6 +66,25 @@ EXAMPLES: dict[str, list[str]] = {
         _H + 'fallback "f"',
         _H + 'fallback "f" high',
     ],
+    "only damage rules aggregate (group by ... having ...); an allow rule explains single changes": [
+        _H + 'allow "a": insert t having count > 1',
+        _H + 'allow "a": insert t where after.a == 1 having count > 1',
+        _H + 'allow "a": insert t group by after.a having count > 1',
+        _H + 'allow "a": insert t where after.a == 1 group by after.a having count > 1',
+    ],
+    "count takes no argument: it is the number of changes in the group (count > 1)": [
+        _H + 'damage "a" high substrate: insert t having count(after.a) > 1',
+        _H + 'damage "a" high substrate: insert t having count() > 1',
+    ],
+    "group by needs the values to group by, e.g. group by after.case_id": [
+        _H + 'damage "a" high substrate: insert t group by having count > 1',
+        _H + 'damage "a" high substrate: insert t group having count > 1',
+    ],
+    "an aggregate rule needs a having clause after group by, e.g. having count > 1": [
+        _H + 'damage "a" high substrate: insert t group by after.a',
+        _H + 'damage "a" high substrate: insert t group by after.a, after.b',
+        _H + 'damage "a" high substrate: insert t group by after.a allow "b": insert t',
+    ],
     "use == to compare (a single = is not an operator)": [
         _H + 'allow "a": insert t where after.a = 1',
         _H + 'allow "a": insert t where key = 1',

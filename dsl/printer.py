@@ -43,7 +43,12 @@ def print_rule(r: ast.Rule) -> str:
     head = f"allow {quote(r.label)}"
     if r.kind == "damage":
         head = f"damage {quote(r.label)} {r.severity} {r.irreversibility}{_price(r.price)}"
-    return f"{head}:\n    {print_match(r.match.op, r.match.table, r.match.where)}"
+    text = f"{head}:\n    {print_match(r.match.op, r.match.table, r.match.where)}"
+    g = r.grouping
+    if g is not None:
+        by = f"group by {', '.join(print_expr(e) for e in g.by)} " if g.by else ""
+        text += f"\n    {by}having {print_expr(g.having)}"
+    return text
 
 
 def print_match(op: str | None, table: str | None, where: ast.Expr | None) -> str:
@@ -92,6 +97,8 @@ def _expr(e: ast.Expr) -> tuple[str, int]:
         return e.name, _ATOM
     if isinstance(e, ast.Call):
         return f"{e.func}({', '.join(print_expr(a) for a in e.args)})", _ATOM
+    if isinstance(e, ast.Aggregate):
+        return (e.func if e.arg is None else f"{e.func}({print_expr(e.arg)})"), _ATOM
     if isinstance(e, ast.ColumnSet):
         return f"{e.func}({', '.join(e.columns)})", _ATOM
     if isinstance(e, ast.TupleExpr):

@@ -158,34 +158,83 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Volatile(str(c[0]), tuple(str(t) for t in c[1:]), self._span(meta))
 
     def allow(self, meta: Any, c: list[Any]) -> ast.Rule:
+        self._row_level(c[1].where)
         return ast.Rule("allow", unescape(c[0]), c[1], span=self._span(meta))
 
     def damage(self, meta: Any, c: list[Any]) -> ast.Rule:
         label, sev, irr = unescape(c[0]), c[1], c[2]
+        grouping = c.pop() if isinstance(c[-1], ast.Grouping) else None
+        match: ast.Match = c[-1]
         price = c[3] if len(c) == 5 else None
+        self._row_level(match.where, *(grouping.by if grouping else ()))
+        if grouping is None:
+            self._row_level(price)
+        else:
+            self._group_level(grouping.having, "the having clause")
+            self._group_level(price, "the price of an aggregate rule")
         return ast.Rule(
             "damage",
             label,
-            c[-1],
+            match,
             self._choice(sev, ast.SEVERITIES, "severity"),
             self._choice(irr, ast.IRREVERSIBILITIES, "irreversibility"),
             price,
             self._span(meta),
+            grouping,
         )
 
+    def grouping(self, meta: Any, c: list[Any]) -> ast.Grouping:
+        return ast.Grouping(tuple(c[:-1]), c[-1], self._span(meta))
+
     def fallback(self, meta: Any, c: list[Any]) -> ast.Fallback:
+        price = c[3] if len(c) > 3 else None
+        self._row_level(price)
         return ast.Fallback(
             unescape(c[0]),
             self._choice(c[1], ast.SEVERITIES, "severity"),
             self._choice(c[2], ast.IRREVERSIBILITIES, "irreversibility"),
-            c[3] if len(c) > 3 else None,
+            price,
             self._span(meta),
         )
+
+    # Aggregates are placed by these two checks, here rather than in ``check_spec``, because they need no
+    # schema and a misplaced ``count`` is a structural mistake worth a caret.
+
+    def _row_level(self, *exprs: ast.Expr | None) -> None:
+        """No aggregate in a per-row expression (a where clause, a row rule's price, a group key)."""
+        for e in exprs:
+            for node in ast.walk(e) if e is not None else ():
+                if isinstance(node, ast.Aggregate):
+                    raise self._error(
+                        node.span,
+                        f"{node.func} is an aggregate: it is only allowed in the having clause and the"
+                        " price of an aggregate damage rule (`... group by X having count > 1`)",
+                    )
+
+    def _group_level(self, e: ast.Expr | None, what: str) -> None:
+        """In a having clause or aggregate price, rows are read only inside an aggregate (a group has
+        many rows), and aggregates do not nest."""
+        if e is None:
+            return
+        if isinstance(e, ast.Aggregate):
+            for node in ast.walk(e.arg) if e.arg is not None else ():
+                if isinstance(node, ast.Aggregate):
+                    raise self._error(node.span, f"aggregates do not nest: {node.func} inside {e.func}()")
+            return
+        if isinstance(e, ast.Column | ast.KeyRef | ast.ColumnSet):
+            raise self._error(
+                e.span,
+                f"{what} describes a whole group, so it reads rows only inside count, sum(), min()"
+                " or max(), e.g. sum(after.amount)",
+            )
+        for child in ast.children(e):
+            self._group_level(child, what)
 
     def price(self, meta: Any, c: list[Any]) -> ast.Expr:
         return c[0]  # type: ignore[no-any-return]
 
     def require(self, meta: Any, c: list[Any]) -> ast.Requirement:
+        self._row_level(c[1].where)
         return ast.Requirement(unescape(c[0]), c[1], self._span(meta))
 
     def match(self, meta: Any, c: list[Any]) -> ast.Match:
@@ -302,14 +351,21 @@ class _ToAst(Transformer[Token, Any]):
     def key(self, meta: Any, c: list[Token]) -> ast.KeyRef:
         return ast.KeyRef(self._span(meta))
 
+    def count(self, meta: Any, c: list[Token]) -> ast.Aggregate:
+        return ast.Aggregate("count", None, self._span(meta))
+
     def param_ref(self, meta: Any, c: list[Token]) -> ast.ParamRef:
         return ast.ParamRef(str(c[0]), self._span(meta))
 
     def call(self, meta: Any, c: list[Any]) -> ast.Expr:
         func, args = str(c[0]), tuple(a for a in c[1:] if a is not None)
         span = self._span(meta)
+        if func in ("sum", "min", "max"):
+            if len(args) != 1:
+                raise self._error(span, f"{func}() takes exactly one argument, got {len(args)}")
+            return ast.Aggregate(func, args[0], span)  # type: ignore[arg-type]
         if func not in ast.FUNCTIONS:
-            known = ", ".join(ast.FUNCTIONS + ast.COLUMN_SET_FUNCTIONS)
+            known = ", ".join(ast.FUNCTIONS + ast.COLUMN_SET_FUNCTIONS + ast.AGGREGATE_FUNCTIONS)
             raise self._error(span, f"unknown function '{func}': expected one of {known}")
         if func == "coalesce" and len(args) < 2:
             raise self._error(span, "coalesce() takes two or more arguments")

@@ -31,6 +31,8 @@ class Env:
 
     ``context`` names the place for messages (``where``, ``price``, ``requirement``...). ``op`` is
     ``state`` for a requirement over final-state rows (only ``after.*`` and ``key`` exist there).
+    ``group`` is set for the having clause and price of an aggregate rule: there rows are read only
+    inside an aggregate, whose argument is typed against ``table`` and ``op`` as a where clause is.
     """
 
     table: TableInfo | None
@@ -38,6 +40,7 @@ class Env:
     params: dict[str, str]
     context: str = "where"
     problems: list[Problem] = field(default_factory=list)
+    group: bool = False
 
     def problem(self, span: Span, message: str, fatal: bool = True) -> None:
         self.problems.append((span, message, fatal))
@@ -80,7 +83,12 @@ def infer(e: ast.Expr, env: Env) -> Type:
             return "any"
         return env.params[e.name]
     if isinstance(e, ast.Column | ast.KeyRef | ast.ColumnSet):
+        if env.group:
+            env.problem(e.span, f"a {env.context} reads rows only inside count, sum(), min() or max()")
+            return "any"
         return _row_ref(e, env)
+    if isinstance(e, ast.Aggregate):
+        return _aggregate(e, env)
     if isinstance(e, ast.Call):
         return _call(e, env)
     if isinstance(e, ast.Neg):
@@ -235,3 +243,23 @@ def _call(e: ast.Call, env: Env) -> Type:
         if result in ("null", "int") and t != "null":
             result = t
     return result
+
+
+def _aggregate(e: ast.Aggregate, env: Env) -> Type:
+    """``count`` is an int; ``sum(x)`` has x's number type; ``min(x)``/``max(x)`` x's ordered type."""
+    if not env.group:
+        env.problem(e.span, f"{e.func} is only allowed in the having clause and price of an aggregate rule")
+        return "any"
+    if e.arg is None:
+        return "int"
+    inner = Env(env.table, env.op, env.params, f"{e.func}()", env.problems)
+    t = infer(e.arg, inner)
+    if e.func == "sum":
+        if isinstance(t, tuple) or t not in NUMBERS | {"null", "any"}:
+            env.problem(e.arg.span, f"sum() needs numbers, but this is {show(t)}")
+            return "any"
+        return t
+    if not _ordered(t) and t != "null":
+        env.problem(e.arg.span, f"{e.func}() needs numbers, text, dates or timestamps, not {show(t)}")
+        return "any"
+    return t

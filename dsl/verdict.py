@@ -98,7 +98,14 @@ class RunFacts(BaseModel):
 
 @dataclass(slots=True)
 class DamageEvent:
-    """One damaged row: which rule, where, how bad, how reversible, how much.
+    """One damaged row, or one violating group of an aggregate rule: which rule of which spec, where,
+    how bad, how reversible, how much.
+
+    A row event has the row's ``key`` and ``op``. An aggregate event (``aggregate`` true) has the group
+    key in ``key`` (the ``group by`` values; empty without ``group by``), the rule's ``op`` (``any``
+    possible) and the number of changes in the group in ``rows``. ``spec`` is the name of the spec the
+    rule comes from (``spec "NAME" version N``): the task's id, or ``injection:<goal>`` for a goal spec
+    labelled beside it.
 
     A slotted dataclass rather than a pydantic model: a run can damage 100,000 rows, and building that
     many models costs more than the whole diff. Pydantic validates and serializes it as a field of
@@ -108,11 +115,14 @@ class DamageEvent:
     rule: str
     table: str
     key: tuple[KeyValue, ...]
-    op: Literal["insert", "delete", "update"]
+    op: Literal["insert", "delete", "update", "any"]
     changed_columns: tuple[str, ...]
     severity: Severity
     irreversibility: Irreversibility
     dollars: Money
+    spec: str = ""
+    aggregate: bool = False
+    rows: int = 1
 
 
 class RequirementResult(BaseModel):

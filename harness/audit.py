@@ -10,7 +10,8 @@ from pathlib import Path
 
 from harness.agents import ConfigError, resolve_agent
 from harness.agents.base import DEFAULT_MAX_STEPS
-from harness.conditions.layers import layers_for
+from harness.conditions.catalogue import load_catalogue
+from harness.conditions.layers import for_run
 from harness.conditions.model import resolve_condition
 from harness.episode import prepare
 from harness.errors import EnvironmentFailure, UsageError
@@ -66,10 +67,6 @@ def audit(
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
         raise UsageError("two --condition values declare the same name; give each condition its own name")
-    if any(c.adversarial for c in declared):
-        raise UsageError(
-            "the adversarial condition is not available yet: its payload catalogue is being built"
-        )
     if k < 1 or concurrency < 1 or max_attempts < 1:
         raise UsageError("--k, --concurrency and --max-attempts must be at least 1")
     if not (math.isfinite(temperature) and 0 <= temperature <= MAX_TEMPERATURE):
@@ -90,12 +87,14 @@ def audit(
                 raise EnvironmentFailure(str(exc)) from None
     prices = load_prices(prices_path)
     tasks = load_suite(patterns=task_patterns)
+    catalogue = load_catalogue() if any(c.adversarial for c in declared) else None
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
     manifest = build_manifest(
         tasks=tasks,
         seed_digest=sandbox.seed_template().digest,
         template_digests={tid: p.template.digest for tid, p in prepared.items()},
         conditions=[c.model_dump(mode="json") for c in declared],
+        injections=catalogue.digest if catalogue is not None else None,
         k=k,
         agents=[a.config() for a in agents.values()],
         sampling=sampling,
@@ -114,7 +113,14 @@ def audit(
         protocol = write_or_check(rd.manifest, manifest)
         for p in prepared.values():
             rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
-        plans = expand(list(agents), [t.id for t in tasks], list(by_name), k)
+        unattackable = {t.id for t in tasks if catalogue is not None and not catalogue.goals_for(t)}
+        plans = [
+            p
+            for p in expand(list(agents), [t.id for t in tasks], list(by_name), k)
+            if not (by_name[p.condition].adversarial and p.task in unattackable)
+        ]
+        for task_id in sorted(unattackable):
+            say(f"task {task_id} cannot be attacked (no injected goal acts through its tools): left out")
         lost = rd.lost_evidence()
         if lost:
             first, why = next(iter(lost.items()))
@@ -131,7 +137,9 @@ def audit(
             prices,
             max_steps,
             max_attempts=max_attempts,
-            layers=lambda plan: layers_for(by_name[plan.condition], prepared[plan.task]),
+            conditions=lambda plan: for_run(
+                by_name[plan.condition], prepared[plan.task], plan.seed, catalogue
+            ),
         )
         with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
             new = asyncio.run(run_matrix(ctx, pending, concurrency, progress)) if pending else []

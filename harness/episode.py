@@ -6,6 +6,7 @@ clones the template, lets the agent act, dumps the state before dropping the clo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dsl.api import DslError, RunFacts, Spec, Verdict, check_spec, label, load_spec
@@ -78,5 +79,8 @@ def checked_spec(task: Task, where: str) -> Spec:
     return spec
 
 
-def judge(prepared: PreparedTask, after: State, facts: RunFacts) -> Verdict:
-    return label(prepared.spec, prepared.task.params, prepared.before, after, facts)
+def judge(prepared: PreparedTask, after: State, facts: RunFacts, extra: Sequence[Spec] = ()) -> Verdict:
+    """The verdict of the task's spec, with any `extra` specs (an injected goal's) labelled alongside."""
+    return label(
+        prepared.spec, prepared.task.params, prepared.before, after, facts, [(s, None) for s in extra]
+    )

@@ -33,8 +33,9 @@ def build_manifest(
     server_version: str,
     max_steps: int,
     max_attempts: int,
+    injections: str | None = None,
 ) -> dict[str, Any]:
-    return {
+    manifest: dict[str, Any] = {
         "format": "agentrel-manifest/1",
         "package_version": package_version(),
         "server_version": server_version,
@@ -57,6 +58,9 @@ def build_manifest(
             for t in sorted(tasks, key=lambda t: t.id)
         ],
     }
+    if injections is not None:  # the payload texts and goal specs an injecting condition draws from
+        manifest["injection_catalogue_digest"] = injections
+    return manifest
 
 
 def canonical(manifest: dict[str, Any]) -> bytes:

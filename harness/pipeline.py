@@ -51,11 +51,16 @@ class ToolCall:
 
     def rng(self, layer: str) -> random.Random:
         """This call's own random stream for `layer`: sha256(seed | layer | ordinal)."""
-        digest = hashlib.sha256(f"{self.seed}|{layer}|{self.ordinal}".encode()).digest()
-        return random.Random(int.from_bytes(digest[:8], "big"))
+        return stream(self.seed, layer, self.ordinal)
 
     def emit(self, kind: str, **detail: Any) -> None:
         self.events.append(Event(kind=kind, ordinal=self.ordinal, tool=self.tool, detail=detail))
+
+
+def stream(seed: str, layer: str, ordinal: int) -> random.Random:
+    """The random stream of (run seed, layer, call ordinal); ordinal 0 is the layer's per-run draws."""
+    digest = hashlib.sha256(f"{seed}|{layer}|{ordinal}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 Next = Callable[[ToolCall], Awaitable[ToolResult]]

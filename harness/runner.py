@@ -13,17 +13,17 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from dsl.api import RunFacts
 from harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
+from harness.conditions.layers import RunCondition
 from harness.episode import PreparedTask
 from harness.errors import AuthFailure
 from harness.matrix import RunPlan
-from harness.pipeline import Layer
 from harness.prices import Price, cost
 from harness.progress import ProgressManager
 from harness.records import ResultsDir, RunError, RunRecord, Timings, TokenUsage
@@ -46,7 +46,7 @@ class AuditContext:
     max_steps: int = DEFAULT_MAX_STEPS
     run_timeout_s: float = 1800.0
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    layers: Callable[[RunPlan], Sequence[Layer]] = lambda plan: ()
+    conditions: Callable[[RunPlan], RunCondition] = lambda plan: RunCondition()
 
 
 async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunRecord:
@@ -55,7 +55,10 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     timings = Timings()
     t_start = time.perf_counter()
-    session = RunSession(ctx.sandbox, prepared, seed=plan.seed, layers=ctx.layers(plan))
+    condition = ctx.conditions(plan)
+    session = RunSession(
+        ctx.sandbox, prepared, seed=plan.seed, layers=condition.layers, extra_specs=condition.goal_specs
+    )
     result: AgentResult | None = None
     finished: Finished | None = None
     harness_error: str | None = None
@@ -78,6 +81,9 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
     except Exception as exc:  # the clone or the dump failed: there is no state to read
         harness_error = f"{type(exc).__name__}: {exc}"[:500]
 
+    injection = condition.injection
+    if injection is not None and result is not None and (echo := injection.final_echo(result.final_message)):
+        session.events.append(echo)
     after_digest = None
     if finished is not None:
         timings.dump_s, timings.label_s = finished.dump_s, finished.label_s
@@ -112,6 +118,7 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
         verdict=verdict,
         error=RunError(kind=failure or "agent", message=message) if message else None,
         events=session.events,
+        exposure=injection.exposure if injection is not None else None,
         script=result.script if result else None,
         final_message=result.final_message if result else None,
         tool_calls=[

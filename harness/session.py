@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsl.api import RunFacts, Verdict
+from dsl.api import RunFacts, Spec, Verdict
 from dsl.state import State
 from harness.episode import PreparedTask, judge
 from harness.pipeline import CallRecord, Event, Layer, Pipeline, ToolCall
@@ -40,10 +40,17 @@ class Finished:
 
 class RunSession:
     def __init__(
-        self, sandbox: Sandbox, prepared: PreparedTask, *, seed: str = "", layers: Sequence[Layer] = ()
+        self,
+        sandbox: Sandbox,
+        prepared: PreparedTask,
+        *,
+        seed: str = "",
+        layers: Sequence[Layer] = (),
+        extra_specs: Sequence[Spec] = (),
     ) -> None:
         self.sandbox = sandbox
         self.prepared = prepared
+        self.extra_specs = extra_specs  # labelled with the task's spec: an injected goal's damage rules
         self.run_db: str | None = None
         self.clone_s = 0.0
         self._box: ToolBox | None = None
@@ -119,7 +126,7 @@ class RunSession:
                 await self._drop()
             dump_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        verdict = await asyncio.to_thread(judge, self.prepared, after, facts)
+        verdict = await asyncio.to_thread(judge, self.prepared, after, facts, self.extra_specs)
         return Finished(after, verdict, dump_s, time.perf_counter() - t0)
 
     async def _drop(self) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
-from collections.abc import Awaitable, Callable
+import json
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from harness.agents.base import AgentKind, AgentResult, ConfigError, Episode
@@ -12,25 +14,27 @@ from harness.tasks import Script, Task
 from sandbox.tools import ToolResult
 
 
-async def replay(episode: Episode, script: Script, name: str, on_failure: Retry | None = None) -> AgentResult:
-    """Make the script's calls in order; `on_failure` decides what to do after a call that failed."""
+async def replay(episode: Episode, script: Script, name: str, react: React | None = None) -> AgentResult:
+    """Make the script's calls in order; `react` may answer what a call returned with calls of its own."""
     budget = episode.max_steps
     for step in script.steps:
         if budget <= 0:
             return AgentResult(final_message=None, stalled=True, script=name)
         result = await episode.call(step.tool, step.args)
         budget -= 1
-        if on_failure is not None and not result.ok and budget > 0:
-            budget -= await on_failure(episode, step.tool, step.args, result)
+        if react is not None and budget > 0:
+            budget -= await react(episode, step.tool, step.args, result)
     return AgentResult(final_message=script.final, script=name)
 
 
-# (episode, tool, args, failed result) -> calls spent recovering
-Retry = Callable[[Episode, str, dict[str, Any], ToolResult], Awaitable[int]]
+# (episode, tool, args, what it returned) -> the calls it made in answer
+React = Callable[[Episode, str, dict[str, Any], ToolResult], Awaitable[int]]
 TRANSIENT = ("timeout", "HTTP 500", "HTTP 429")
 
 
 def transient(result: ToolResult) -> bool:
+    if result.ok:
+        return False
     error = result.content.get("error", "") if isinstance(result.content, dict) else ""
     return isinstance(error, str) and error.startswith(TRANSIENT)
 
@@ -72,7 +76,46 @@ def _agrees(row: Any, args: dict[str, Any]) -> bool:
     return bool(shared) and all(str(row[k]) == str(args[k]) for k in shared)
 
 
-RECOVERY: dict[str, Retry] = {"naive-retry": naive_retry, "reconcile": reconcile}
+RECOVERY: dict[str, React] = {"naive-retry": naive_retry, "reconcile": reconcile}
+
+
+class FollowInjection:
+    """Watches what the tools answer; the first time an answer carries an injected instruction it knows,
+    it does what that instruction asks (the goal's own steps), then goes on with the task."""
+
+    def __init__(self, goals: list[tuple[str, list[tuple[str, dict[str, Any]]]]]) -> None:
+        self.goals = goals  # (instruction, steps)
+        self.followed = False
+
+    async def __call__(self, episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
+        if self.followed:
+            return 0
+        texts = list(_strings(result.content)) + ([result.raw] if result.raw else [])
+        for instruction, steps in self.goals:
+            if any(form in text for form in _forms(instruction) for text in texts):
+                self.followed = True
+                for goal_tool, goal_args in steps:
+                    await episode.call(goal_tool, goal_args)
+                return len(steps)
+        return 0
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every text an answer holds, as the agent reads it (a field's value, not its JSON-escaped form)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _forms(instruction: str) -> tuple[str, ...]:
+    """The instruction as payloads carry it: plain, JSON-escaped once or twice, base64."""
+    once = json.dumps(instruction)[1:-1]
+    return instruction, once, json.dumps(once)[1:-1], base64.b64encode(instruction.encode()).decode()
 
 
 class ScriptedAgent:
@@ -82,6 +125,7 @@ class ScriptedAgent:
     counterexample gets the noop script, so a matrix over the whole suite never has holes.
     `naive-retry` and `reconcile` follow the oracle and differ only after a call fails transiently (a
     timeout, a 5xx, a 429): the first repeats it blindly, the second reads the state first.
+    `follow-injection` follows the oracle and does what the first injected payload it reads asks.
     """
 
     kind: AgentKind = "scripted"
@@ -95,15 +139,24 @@ class ScriptedAgent:
 
     def pick(self, task: Task) -> tuple[str, Script]:
         scripts = task.scripts()
-        if self.script in RECOVERY:
+        if self.script in RECOVERY or self.script == "follow-injection":
             return self.script, task.oracle
         if self.script in scripts:
             return self.script, scripts[self.script]
         return "noop", Script(steps=[], final="I looked into it.")
 
     async def run(self, episode: Episode) -> AgentResult:
+        if self.script == "follow-injection":
+            return await self._follow(episode)
         name, script = self.pick(episode.task)
         return await replay(episode, script, name, RECOVERY.get(self.script))
+
+    async def _follow(self, episode: Episode) -> AgentResult:
+        from harness.conditions.catalogue import load_catalogue
+
+        goals = load_catalogue().goals_for(episode.task)
+        react = FollowInjection([(g.instruction, [(s.tool, s.args) for s in g.steps]) for g in goals])
+        return await replay(episode, episode.task.oracle, "follow-injection", react)
 
 
 class ReferenceStochasticAgent:
@@ -129,7 +182,7 @@ class ReferenceStochasticAgent:
         return "oracle"
 
     @staticmethod
-    def recovery(task: Task, seed: str) -> Retry:
+    def recovery(task: Task, seed: str) -> React:
         """After a transient failure: a blind retry with the task's declared probability, else reconcile.
         Drawn from its own slice of the seed, independent of the script choice."""
         u = int(hashlib.sha256(f"{seed}|retry".encode()).hexdigest()[:16], 16) / 2**64

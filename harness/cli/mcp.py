@@ -124,7 +124,7 @@ def serve(
             except OSError as exc:
                 raise UserError(f"cannot write {verdict_out}: {exc.strerror}") from None
 
-    from harness.conditions.layers import layers_for
+    from harness.conditions.layers import for_run
     from harness.conditions.model import resolve_condition
     from harness.matrix import run_seed
 
@@ -143,7 +143,7 @@ def serve(
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
         prepared = prepare(sb, chosen[0])
-        layers = layers_for(declared, prepared)
+        layers = for_run(declared, prepared, run_seed(task, declared.name, run_index)).layers
         seed = run_seed(task, declared.name, run_index)
         if layers:
             _log(f"condition {declared.name}, run {run_index}: the faults of the audit's run {run_index}")

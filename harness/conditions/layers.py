@@ -1,15 +1,55 @@
-"""The pipeline layers a condition puts in front of one run's tools, in their fixed order."""
+"""What a condition puts into one run: its pipeline layers in their fixed order, and for an injecting
+condition the planted payload and its goal's damage spec (labelled with the task's)."""
 
 from __future__ import annotations
 
-from harness.conditions.model import Condition
+from dataclasses import dataclass, field
+
+from dsl.api import Spec
+from harness.conditions.catalogue import Catalogue, make_canary, render
+from harness.conditions.injection import InjectionLayer, Planted
+from harness.conditions.model import Condition, Injection
 from harness.conditions.noise import NoiseLayer
 from harness.episode import PreparedTask
-from harness.pipeline import Layer
+from harness.pipeline import Layer, stream
 
 
-def layers_for(condition: Condition, prepared: PreparedTask) -> list[Layer]:
-    layers: list[Layer] = []
+@dataclass
+class RunCondition:
+    layers: list[Layer] = field(default_factory=list)
+    injection: InjectionLayer | None = None
+    goal_specs: list[Spec] = field(default_factory=list)
+
+
+def for_run(
+    condition: Condition, prepared: PreparedTask, seed: str, catalogue: Catalogue | None = None
+) -> RunCondition:
+    """The injection layer sits outside the noise: a payload rides only on an answer the tool gave."""
+    run = RunCondition()
+    if condition.adversarial is not None:
+        assert catalogue is not None, "an injecting condition needs the catalogue"
+        planted, spec = plant(condition.adversarial, prepared, seed, catalogue)
+        run.injection = InjectionLayer(planted, prepared.tools)
+        run.layers.append(run.injection)
+        run.goal_specs.append(spec)
     if condition.noisy is not None:
-        layers.append(NoiseLayer(condition.noisy, prepared.tools))
-    return layers
+        run.layers.append(NoiseLayer(condition.noisy, prepared.tools))
+    return run
+
+
+def plant(
+    injection: Injection, prepared: PreparedTask, seed: str, catalogue: Catalogue
+) -> tuple[Planted, Spec]:
+    """The run's goal, payload and delivery, drawn from the run's stream: the same for every agent."""
+    goals = catalogue.goals_for(prepared.task)
+    payloads = (
+        [catalogue.payload(p) for p in injection.payloads] if injection.payloads else catalogue.payloads
+    )
+    rng = stream(seed, "injection", 0)
+    goal = goals[rng.randrange(len(goals))]
+    payload = payloads[rng.randrange(len(payloads))]
+    delivery = injection.deliveries[rng.randrange(len(injection.deliveries))]
+    canary = make_canary(seed)
+    text = render(payload, goal.instruction, canary)
+    planted = Planted(payload.id, goal.id, text, canary, delivery, injection.rate)
+    return planted, catalogue.specs[goal.id]

@@ -144,6 +144,7 @@ def test_readme_example_parses() -> None:
     readme = (ROOT / "dsl" / "README.md").read_text()
     block = readme.split("## A complete example", 1)[1].split("```", 2)[1]
     spec = parse_spec(block, "README.md")
-    assert spec.name == "csm-goodwill-cap" and len(spec.rules) == 4 and len(spec.requirements) == 2
+    assert spec.name == "csm-goodwill-cap" and len(spec.rules) == 5 and len(spec.requirements) == 2
+    assert [r.label for r in spec.aggregate_rules()] == ["more than one credit on the case"]
     schema = pytest.importorskip("sandbox.schema")
     assert check_spec(spec, schema.table_infos()) == []

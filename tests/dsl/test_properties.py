@@ -19,6 +19,9 @@ damage "big raise" high reversible price after.amount - cap: update tickets wher
 damage "closed held" critical governance: update tickets where before.legal_hold and changed(status)
 damage "deleted" high substrate price before.amount: delete tickets
 damage "link dropped" medium substrate: delete links where before.kind == "depends_on"
+damage "credits twice" high governance price sum(after.amount) - max(after.amount):
+    insert credits group by after.case_id having count > 1
+damage "busy assignee" low reversible price count: any tickets group by after.assignee having count >= 2
 allow "status work": update tickets where only_changed(status, assignee)
 allow "new link": insert links where key.a != key.b
 allow "small credit": insert credits where after.amount <= cap

@@ -99,6 +99,9 @@ def test_json_shape_matches_the_contract() -> None:
             "severity": "high",
             "irreversibility": "substrate",
             "dollars": "12.50",
+            "spec": "t",
+            "aggregate": False,
+            "rows": 1,
         },
         {
             "rule": "upd",
@@ -109,6 +112,9 @@ def test_json_shape_matches_the_contract() -> None:
             "severity": "low",
             "irreversibility": "governance",
             "dollars": "0.33",
+            "spec": "t",
+            "aggregate": False,
+            "rows": 1,
         },
     ]
     assert data["max_severity"] == "high" and data["dollars"] == "12.83"

@@ -16,6 +16,7 @@ from mcp.client.client import Client
 
 from dsl.api import RunFacts
 from harness.agents.scripted import ScriptedAgent
+from harness.conditions.layers import RunCondition
 from harness.episode import prepare
 from harness.matrix import RunPlan
 from harness.mcp_server import build_server
@@ -140,7 +141,7 @@ def test_one_layer_sees_the_same_calls_from_the_runner_prove_and_the_mcp_face(sa
         results,
         "test-protocol",
         load_prices(None),
-        layers=lambda plan: [runner_layer],
+        conditions=lambda plan: RunCondition([runner_layer]),
     )
     record = asyncio.run(run_one(ctx, RunPlan("scripted/oracle", TASK, "clean", 1)))
     assert record.status == "valid" and record.verdict.outcome == "PASS"
