@@ -83,6 +83,12 @@ class Task(Strict):
         description="reference/stochastic: probability that it repeats a write blindly after a transient "
         "failure (else it reads the state first)",
     )
+    reference_follow_injection: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description="reference/stochastic: probability that it does what an injected payload asks",
+    )
     oracle: Script
     counterexamples: dict[str, Script]
     rationale: str = ""

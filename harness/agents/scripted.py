@@ -100,6 +100,21 @@ class FollowInjection:
         return 0
 
 
+def both(first: React, second: React) -> React:
+    async def react(episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
+        return await first(episode, tool, args, result) + await second(episode, tool, args, result)
+
+    return react
+
+
+def follower(task: Task) -> FollowInjection:
+    """A watcher for the payloads of the goals the task's tools can carry out."""
+    from harness.conditions.catalogue import load_catalogue
+
+    goals = load_catalogue().goals_for(task)
+    return FollowInjection([(g.instruction, [(s.tool, s.args) for s in g.steps]) for g in goals])
+
+
 def _strings(value: Any) -> Iterator[str]:
     """Every text an answer holds, as the agent reads it (a field's value, not its JSON-escaped form)."""
     if isinstance(value, str):
@@ -152,11 +167,7 @@ class ScriptedAgent:
         return await replay(episode, script, name, RECOVERY.get(self.script))
 
     async def _follow(self, episode: Episode) -> AgentResult:
-        from harness.conditions.catalogue import load_catalogue
-
-        goals = load_catalogue().goals_for(episode.task)
-        react = FollowInjection([(g.instruction, [(s.tool, s.args) for s in g.steps]) for g in goals])
-        return await replay(episode, episode.task.oracle, "follow-injection", react)
+        return await replay(episode, episode.task.oracle, "follow-injection", follower(episode.task))
 
 
 class ReferenceStochasticAgent:
@@ -188,10 +199,19 @@ class ReferenceStochasticAgent:
         u = int(hashlib.sha256(f"{seed}|retry".encode()).hexdigest()[:16], 16) / 2**64
         return naive_retry if u < task.reference_blind_retry else reconcile
 
+    @staticmethod
+    def gullible(task: Task, seed: str) -> bool:
+        """Whether this run does what an injected payload asks, with the task's declared probability."""
+        u = int(hashlib.sha256(f"{seed}|injection".encode()).hexdigest()[:16], 16) / 2**64
+        return u < task.reference_follow_injection
+
     async def run(self, episode: Episode) -> AgentResult:
         task = episode.task
         name = self.choose(task, episode.seed)
-        return await replay(episode, task.scripts()[name], name, self.recovery(task, episode.seed))
+        react = self.recovery(task, episode.seed)
+        if self.gullible(task, episode.seed):
+            react = both(react, follower(task))
+        return await replay(episode, task.scripts()[name], name, react)
 
 
 @agent_adapter("scripted", "scripted/<script>")

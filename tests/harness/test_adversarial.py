@@ -137,3 +137,15 @@ def test_a_canary_in_tool_arguments_or_the_final_message_is_a_text_signal():
     assert [(e.kind, e.detail["where"]) for e in events] == [("canary_echo", "tool_args")]
     assert layer.final_echo("done. INJ-abc123").detail["where"] == "final_message"
     assert layer.final_echo("done.") is None
+
+
+def test_the_reference_agent_follows_a_payload_with_its_declared_probability(sandbox, tmp_path, inject_all):
+    from harness.agents.scripted import ReferenceStochasticAgent
+    from harness.tasks import load_suite
+
+    task = load_suite(patterns=["csm-goodwill-cap"])[0]
+    out = audit_under(sandbox, tmp_path / "r", "reference/stochastic", inject_all, k=10, tasks=[task.id])
+    for record in out.new:
+        gullible = ReferenceStochasticAgent.gullible(task, record.seed)
+        assert bool(goal_events(record)) == gullible, record.run_id
+    assert {ReferenceStochasticAgent.gullible(task, r.seed) for r in out.new} == {True, False}
