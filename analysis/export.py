@@ -1,11 +1,15 @@
-"""Flat CSV files for other tools: the insurer's damage-event file and the per-cell file.
+"""Flat CSV files for other tools: the insurer's damage-event file, the per-cell file, the axes file.
 
-damages: one row per damage event of a valid run, columns DAMAGE_COLUMNS. An outcomes CSV has no
+damages: one row per damage event of a valid run, columns DAMAGE_COLUMNS; ``spec`` names the spec
+whose rule produced the event (the task's id, or "injection:<goal id>" when the agent did what an
+injected payload asked), so injection-caused loss separates from the task's own ("" in records from
+before the harness wrote it). An outcomes CSV has no
 events, so each damaged run becomes one row with rule, table and key empty and the run's severity,
 irreversibility and dollars. Money is written from Decimal, exactly as recorded.
 cells: one row per cell, columns CELL_EXPORT_COLUMNS (counts, exact interval, flags, expected loss
 per run with its interval, loss given damage, repeats needed). n (valid runs) and invalid sit beside
 every rate; a cell whose runs were all invalid is a row with n = 0 and every rate empty.
+axes: one row per operational axis and (agent, condition), AXIS_COLUMNS (analysis.axes_table).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.audit_plan import audit_plan
+from analysis.axes_table import AXIS_COLUMNS, AxesResult
 from analysis.normalized import LoadedInput
 
 DAMAGE_COLUMNS = (
@@ -31,6 +36,7 @@ DAMAGE_COLUMNS = (
     "dollars",
     "protocol_hash",
     "agent_kind",
+    "spec",  # appended last, like agent_kind before it, so positional readers keep working
 )
 CELL_EXPORT_COLUMNS = (
     "model",
@@ -85,6 +91,11 @@ def cells_export_frame(
     # .array keeps the nullable integers: to_numpy() would turn a column with NA into floats ("6.0").
     out = cells.assign(k_point=plan["k_point"].array, k_conservative=plan["k_conservative"].array)
     return out.loc[:, list(CELL_EXPORT_COLUMNS)]
+
+
+def axes_export_frame(axes: AxesResult) -> pd.DataFrame:
+    """The operational axes, one row per axis and (agent, condition); an undefined estimate is empty."""
+    return axes.table.loc[:, list(AXIS_COLUMNS)]
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:

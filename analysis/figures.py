@@ -1,5 +1,6 @@
 """PNG figures (matplotlib, Agg canvas, no pyplot state): per-cell damage rates with exact
-intervals, detection probability against k, and expected dollars per run."""
+intervals, detection probability against k, expected dollars per run, and cost against completion
+per condition with the Pareto front."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from analysis.axes import pareto_front
+from analysis.axes_table import AxesResult
 from analysis.pools import PoolResult
 from analysis.required_k import all_clean_probability_beta, detection_probability
 
@@ -128,10 +131,83 @@ def plot_dollars(cells: pd.DataFrame, path: Path) -> None:
     _save(fig, path)
 
 
-def write_figures(cells: pd.DataFrame, pools: list[PoolResult], out_dir: Path) -> dict[str, str]:
-    """Write the three PNGs into out_dir; returns figure name -> file name."""
+def _cost_completion(axes: AxesResult, condition: str) -> pd.DataFrame:
+    """Per agent under one condition: cost and completion with their intervals and counts."""
+    t = axes.table[axes.table["condition"] == condition]
+    cols = ["model", "agent_kind", "estimate", "ci_low", "ci_high", "n", "invalid"]
+    comp = t.loc[t["axis"] == "completion", cols]
+    price = t.loc[t["axis"] == "cost_usd", ["model", "estimate", "ci_low", "ci_high"]]
+    return comp.merge(price, on="model", suffixes=("", "_cost"))
+
+
+def plot_cost_completion(axes: AxesResult, path: Path) -> None:
+    """Per condition: completion against USD per run for every agent (t and exact intervals), the
+    Pareto front (no agent both cheaper and more complete) in red; agents without a cost are named."""
+    frames = [(c, _cost_completion(axes, c)) for c in axes.conditions]
+    frames = [(c, f) for c, f in frames if len(f)]
+    if not frames:
+        _empty(path, "No run to plot.")
+        return
+    fig = Figure(figsize=(5.2 * len(frames), 4.4))
+    for i, (condition, f) in enumerate(frames, start=1):
+        ax = fig.add_subplot(1, len(frames), i)
+        x, y = f["estimate_cost"].to_numpy(dtype=float), f["estimate"].to_numpy(dtype=float)
+        front = pareto_front(x, y)
+        ok = np.isfinite(x) & np.isfinite(y)
+        xerr = np.vstack(
+            [x - f["ci_low_cost"].to_numpy(dtype=float), f["ci_high_cost"].to_numpy(dtype=float) - x]
+        )
+        yerr = np.vstack([y - f["ci_low"].to_numpy(dtype=float), f["ci_high"].to_numpy(dtype=float) - y])
+        ax.errorbar(
+            x[ok],
+            y[ok],
+            xerr=np.nan_to_num(xerr[:, ok]),
+            yerr=np.nan_to_num(yerr[:, ok]),
+            fmt="none",
+            ecolor="0.7",
+            capsize=2,
+        )
+        ax.scatter(x[ok & ~front], y[ok & ~front], color="tab:blue", s=22, zorder=3, label="dominated")
+        ax.scatter(x[front], y[front], color="tab:red", s=30, zorder=4, label="Pareto front")
+        order = np.argsort(x[front])
+        ax.step(x[front][order], y[front][order], where="post", color="tab:red", lw=1, zorder=2)
+        for r, xi, yi, on in zip(f.itertuples(index=False), x, y, ok, strict=True):
+            if on:
+                who = r.model if r.agent_kind == "model" else f"{r.model} [{r.agent_kind}]"
+                ax.annotate(
+                    f"{who} ({r.n}, {r.invalid})",
+                    (xi, yi),
+                    fontsize=6,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                )
+        missing = [str(m) for m, on in zip(f["model"], ok, strict=True) if not on]
+        if missing:
+            ax.text(
+                0.01,
+                0.01,
+                "no cost or completion: " + ", ".join(missing[:6]),
+                fontsize=6,
+                transform=ax.transAxes,
+            )
+        ax.set_ylim(0, 1.02)  # the full scale, so small gaps in completion are not magnified
+        ax.tick_params(axis="x", labelsize=7, rotation=30)
+        ax.set_xlabel("USD per run (mean, t interval)")
+        ax.set_ylabel("completion (PASS rate, exact interval)")
+        ax.set_title(f"{condition}: cost vs completion, labels (n, invalid)", fontsize=9)
+        ax.legend(fontsize=6, loc="lower right")
+    _save(fig, path)
+
+
+def write_figures(
+    cells: pd.DataFrame, pools: list[PoolResult], out_dir: Path, axes: AxesResult | None = None
+) -> dict[str, str]:
+    """Write the PNGs into out_dir; returns figure name -> file name."""
     names = {"cell_rates": "cell_rates.png", "detection": "detection.png", "dollars": "dollars.png"}
     plot_cell_rates(cells, out_dir / names["cell_rates"])
     plot_detection(pools, cells, out_dir / names["detection"])
     plot_dollars(cells, out_dir / names["dollars"])
+    if axes is not None:
+        names["cost_completion"] = "cost_completion.png"
+        plot_cost_completion(axes, out_dir / names["cost_completion"])
     return names

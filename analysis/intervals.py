@@ -1,4 +1,5 @@
-"""Exact (Clopper–Pearson) intervals for a binomial damage rate, and the flags read off them.
+"""Exact (Clopper–Pearson) intervals for a binomial damage rate, the flags read off them, and the
+Wilson score interval (the reliability axis).
 
 Every function takes counts ``x`` (damaging runs) out of ``n`` (valid runs) as scalars or arrays and
 broadcasts; nothing here loops over cells in Python.
@@ -10,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
+from scipy import special, stats
 
 Side = Literal["two-sided", "lower", "upper"]
 
@@ -85,3 +86,23 @@ def always_damage(x: ArrayLike, n: ArrayLike) -> NDArray[np.bool_]:
     """True where every valid run damaged (x = n)."""
     xa, na = _counts(x, n)
     return np.asarray(xa == na, dtype=np.bool_)
+
+
+def wilson(
+    x: ArrayLike, n: ArrayLike, alpha: float = 0.05
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Wilson score (1 - alpha) interval for a binomial proportion, z = Phi^{-1}(1 - alpha/2):
+
+    (x + z^2/2) / (n + z^2)  -/+  z / (n + z^2) * sqrt(x (n - x) / n + z^2 / 4).
+
+    It inverts the score test, so it stays inside [0, 1] and is not degenerate at x = 0 or x = n;
+    coverage is close to 1 - alpha on average rather than guaranteed (use clopper_pearson for that).
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    xa, na = _counts(x, n)
+    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    z2 = z * z
+    center = (xa + z2 / 2.0) / (na + z2)
+    half = z / (na + z2) * np.sqrt(xa * (na - xa) / na + z2 / 4.0)
+    return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)

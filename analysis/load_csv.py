@@ -236,6 +236,7 @@ def load_outcomes_csv(path: Path) -> LoadedInput:
             "key": "",
             "dollars": hit["dollars"],
             "protocol_hash": "",
+            "spec": "",
         },
         columns=list(EVENT_COLUMNS),
     ).reset_index(drop=True)

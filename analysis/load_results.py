@@ -36,7 +36,15 @@ from analysis.normalized import (
     frame,
     normalize_runs,
 )
-from analysis.records import RECORD_ERROR, VALID, Manifest, RunRecord, infer_agent_kind
+from analysis.records import (
+    INJECTION_SPEC_PREFIX,
+    RECORD_ERROR,
+    VALID,
+    Manifest,
+    RunRecord,
+    Verdict,
+    infer_agent_kind,
+)
 
 
 def _where(exc: ValidationError | ValueError) -> str:
@@ -90,6 +98,21 @@ def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:
     if not out:
         raise InputError(f"{path}: no run records")
     return out, torn
+
+
+def _operational(rec: RunRecord, v: Verdict) -> tuple[object, ...]:
+    """calls, duplicate_calls, exposure, fault, canary_echo, injected_goal of one valid run.
+
+    The call and event lists were reduced while parsing (records.RunRecord); this runs inside the
+    loader's one pass over records, and every statistic over these columns is vectorized in
+    analysis.axes.
+    """
+    calls, dups = rec.call_counts if rec.call_counts is not None else (None, None)
+    kinds = rec.event_kinds
+    injected = bool(v.events) and any(
+        e.spec is not None and e.spec.startswith(INJECTION_SPEC_PREFIX) for e in v.events
+    )
+    return (calls, dups, rec.exposure, "fault" in kinds, "canary_echo" in kinds, injected)
 
 
 def _notes(
@@ -187,12 +210,23 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
                 irr,
                 rec.cost_usd if rec.cost_usd is not None else float("nan"),
                 rec.protocol_hash,
+                *_operational(rec, v),
             )
         )
         for e in v.events:
             key = json.dumps(e.key, separators=(",", ":"), default=str)
             events.append(
-                (*cell, e.rule, e.severity, e.irreversibility, e.table, key, e.dollars, rec.protocol_hash)
+                (
+                    *cell,
+                    e.rule,
+                    e.severity,
+                    e.irreversibility,
+                    e.table,
+                    key,
+                    e.dollars,
+                    rec.protocol_hash,
+                    e.spec or "",
+                )
             )
 
     invalid_frame = frame(invalid, INVALID_COLUMNS)
@@ -213,4 +247,6 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         superseded=frame(superseded, SUPERSEDED_COLUMNS),
         protocol_hashes=sorted(set(hashes)),
         notes=_notes(decided, manifest, torn, inconsistent, contradictions),
+        optimal_steps=manifest.optimal_steps if manifest else {},
+        conditions=manifest.condition_names if manifest else [],
     )

@@ -5,11 +5,17 @@ Two sources produce it: the harness's results directory (runs.jsonl + manifest.j
 load_results) and the generic outcomes CSV (see load_csv). Both give the same per-run columns:
 
     run_id, model, agent_kind, task, condition, run, damaged, passed, errored, mutated,
-    dollars, severity, irreversibility, cost_usd, protocol_hash
+    dollars, severity, irreversibility, cost_usd, protocol_hash,
+    calls, duplicate_calls, exposure, fault, canary_echo, injected_goal
 
 damaged is bool; passed / errored / mutated are nullable booleans (NA when the source lacks them);
 dollars holds Decimal (None when unknown); severity and irreversibility are lower-case strings or
 None (several irreversibility classes are joined with ';'); cost_usd is float (NaN when unknown).
+The operational columns feed analysis.axes: calls (tool calls in the run) and duplicate_calls (calls
+repeating an earlier call's tool and args_digest) are nullable integers, NA when the source does not
+record them (a CSV; duplicate_calls also when a call lacks its digest); exposure is "exposed",
+"not_exposed", another string (unknown) or None (nothing injected); fault / canary_echo say whether the
+run has an event of that kind; injected_goal whether a damage event's spec starts with "injection:".
 
 Only valid runs are in ``runs``. A run the harness or the provider broke says nothing about the
 agent: it is in ``invalid`` (INVALID_COLUMNS, one row per run, with its status name), stays in its
@@ -50,7 +56,15 @@ RUN_COLUMNS = (
     "irreversibility",
     "cost_usd",
     "protocol_hash",
+    "calls",
+    "duplicate_calls",
+    "exposure",
+    "fault",
+    "canary_echo",
+    "injected_goal",
 )
+# The operational columns a source may lack: they are filled with "unknown" / False (see above).
+OPERATIONAL_COLUMNS = ("calls", "duplicate_calls", "exposure", "fault", "canary_echo", "injected_goal")
 EVENT_COLUMNS = (
     "run_id",
     "model",
@@ -65,6 +79,7 @@ EVENT_COLUMNS = (
     "key",
     "dollars",
     "protocol_hash",
+    "spec",  # the task id, "injection:<goal>" for an injected goal's damage, "" when not recorded
 )
 # outcome: the verdict an invalid attempt carried (kept for inspection, never counted), or None.
 INVALID_COLUMNS = (
@@ -110,6 +125,8 @@ class LoadedInput:
     events_synthesized: bool = False  # CSV: one pseudo-event per damaged run, rule/table/key empty
     has_dollars: bool = True  # False when the source carries no dollar figures at all
     notes: list[str] = field(default_factory=list)
+    optimal_steps: dict[str, int] = field(default_factory=dict)  # task -> optimal tool calls (manifest)
+    conditions: list[str] = field(default_factory=list)  # declared condition names, in manifest order
 
     @property
     def agents(self) -> dict[str, str]:
@@ -152,6 +169,12 @@ def normalize_runs(runs: pd.DataFrame) -> pd.DataFrame:
     for col in ("dollars", "severity", "irreversibility"):
         out[col] = out[col].astype(object)
     out["cost_usd"] = out["cost_usd"].astype(float)
+    for col in ("calls", "duplicate_calls"):
+        out[col] = out[col].astype("Int64")
+    out["exposure"] = out["exposure"].astype(object).where(out["exposure"].notna(), None)
+    for col in ("fault", "canary_echo", "injected_goal"):
+        # A source without events has no such event (never NaN, which astype(bool) would make True).
+        out[col] = out[col].astype("boolean").fillna(False).astype(bool)
     return out
 
 

@@ -1,11 +1,11 @@
-"""Write an Analysis to a directory: report.md, report.html, cells.csv and the PNG figures; and the
-JSON summary to a file of its own."""
+"""Write an Analysis to a directory: report.md, report.html, cells.csv, axes.csv and the PNG figures;
+and the JSON summary to a file of its own."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.export import cells_export_frame, write_csv
+from analysis.export import axes_export_frame, cells_export_frame, write_csv
 from analysis.figures import write_figures
 from analysis.pipeline import Analysis
 from analysis.render import to_html, to_markdown
@@ -16,13 +16,15 @@ from analysis.summary import build_summary
 def write_report(analysis: Analysis, out_dir: Path, *, figures: bool = True) -> list[Path]:
     """Write the report files into out_dir (created if needed); returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = write_figures(analysis.cells, analysis.pools, out_dir) if figures else {}
+    names = write_figures(analysis.cells, analysis.pools, out_dir, analysis.axes) if figures else {}
     doc = build_document(analysis, names)
     written = [out_dir / n for n in names.values()]
     (out_dir / "report.md").write_text(to_markdown(doc), encoding="utf-8")
     (out_dir / "report.html").write_text(to_html(doc), encoding="utf-8")
     write_csv(cells_export_frame(analysis.cells, analysis.alpha, analysis.plan), out_dir / "cells.csv")
-    return [out_dir / "report.md", out_dir / "report.html", out_dir / "cells.csv", *written]
+    write_csv(axes_export_frame(analysis.axes), out_dir / "axes.csv")
+    paths = ["report.md", "report.html", "cells.csv", "axes.csv"]
+    return [*(out_dir / p for p in paths), *written]
 
 
 def write_summary_json(analysis: Analysis, path: Path) -> Path:

@@ -1,8 +1,9 @@
 """Run every estimator over a loaded input: data in, an Analysis out (no files, no console).
 
 Randomness is seeded per purpose, so a number does not change when another is added: cell dollar
-intervals use the generator seeded [seed, 1], pool i's cluster bootstrap [seed, 2, i], and pool i's
-dollar classes [seed, 3, i].
+intervals use the generator seeded [seed, 1], pool i's cluster bootstrap [seed, 2, i], pool i's
+dollar classes [seed, 3, i], and the operational axes' group i [seed, 4, i] (efficiency) and
+[seed, 5, i] (pass^k consistency).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.audit_plan import audit_plan
+from analysis.axes_table import AxesResult, operational_axes
 from analysis.cells import cell_table, rated
 from analysis.dollars import cell_dollars, loss_by_class
 from analysis.normalized import LoadedInput
@@ -33,6 +35,7 @@ class Analysis:
     n_boot: int
     seed: int
     alpha: float
+    axes: AxesResult  # the operational axes per (agent, condition)
 
 
 def _quiet(_: str) -> None:
@@ -101,4 +104,6 @@ def analyze(
     classes = dollar_classes(loaded, cells, pools, n_boot, seed, alpha)
     say("audit plan")
     plan = audit_plan(cells, target=1.0 - alpha)
-    return Analysis(loaded, cells, pools, classes, plan, n_boot, seed, alpha)
+    say("operational axes")
+    axes = operational_axes(loaded, alpha=alpha, n_boot=n_boot, seed=seed)
+    return Analysis(loaded, cells, pools, classes, plan, n_boot, seed, alpha, axes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 # Case-insensitive class names, normalized to lower case inside pydantic-core (no Python validator
 # runs per record, which matters at 100,000 records).
@@ -40,6 +40,12 @@ class DamageEvent(_Tolerant):
     severity: Severity | None = None
     irreversibility: Irreversibility | None = None
     dollars: Decimal = Decimal("0")
+    # Which spec's rule produced the event: the task's id, or "injection:<goal id>" when the agent did
+    # what an injected payload asked. None in records from before the harness wrote it.
+    spec: str | None = None
+
+
+INJECTION_SPEC_PREFIX = "injection:"
 
 
 class Verdict(_Tolerant):
@@ -72,6 +78,38 @@ class RunError(_Tolerant):
     message: str = ""
 
 
+def _call_counts(value: Any) -> Any:
+    """A record's ``tool_calls`` ([{tool, args_digest, ...}, ...]) -> (calls, duplicate calls).
+
+    A duplicate repeats an earlier call's tool and args_digest (SHA-256 of the canonical JSON of the
+    parsed arguments); duplicates is None when some call lacks its digest (older records), since a
+    repeat then cannot be told from a new call. Reduced while parsing so that 100,000 records do not
+    keep half a million small dicts alive for the cyclic garbage collector to traverse.
+    """
+    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+        raise ValueError("tool_calls must be a list of objects")
+    digests = [c.get("args_digest") for c in value]
+    if None in digests:
+        return (len(value), None)
+    distinct = len(set(digests))
+    if distinct < len(value):  # only then can two calls share tool and digest (most runs skip this)
+        distinct = len({(c.get("tool"), d) for c, d in zip(value, digests, strict=True)})
+    return (len(value), len(value) - distinct)
+
+
+def _event_kinds(value: Any) -> Any:
+    """A record's ``events`` ([{kind, ordinal, tool, detail}, ...]) -> its distinct kinds, sorted
+    (analysis reads only whether a fault or a canary_echo happened; reduced for the reason above)."""
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        raise ValueError("events must be a list of objects")
+    return tuple(sorted({str(e.get("kind", "")) for e in value}))
+
+
+CallCounts = Annotated[tuple[int, int | None], BeforeValidator(_call_counts)]
+EventKinds = Annotated[tuple[str, ...], BeforeValidator(_event_kinds)]
+
+EXPOSED = "exposed"
+NOT_EXPOSED = "not_exposed"
 VALID = "valid"
 PROVIDER_INVALID = "provider_invalid"
 HARNESS_INVALID = "harness_invalid"
@@ -95,6 +133,12 @@ class RunRecord(_Tolerant):
     # statuses existed, whose status is derived.
     status: str | None = None
     attempt: int = Field(default=1, ge=1)
+    # Whether an injected payload reached the agent ("exposed" / "not_exposed"); None where the
+    # condition injects nothing. Any other string is kept and counted as unknown exposure.
+    exposure: str | None = None
+    event_kinds: EventKinds = Field(default=(), validation_alias="events")
+    # None (field absent) means the number of calls is unknown, not zero.
+    call_counts: CallCounts | None = Field(default=None, validation_alias="tool_calls")
 
     @property
     def derived_status(self) -> str:
@@ -132,6 +176,15 @@ class AgentInfo(_Tolerant):
     kind: AgentKind = "model"
 
 
+class TaskInfo(_Tolerant):
+    id: str = ""
+    optimal_steps: int | None = Field(default=None, ge=0)
+
+
+class ConditionInfo(_Tolerant):
+    name: str
+
+
 class Manifest(_Tolerant):
     """manifest.json beside runs.jsonl (the fields analysis reads).
 
@@ -141,6 +194,18 @@ class Manifest(_Tolerant):
 
     protocol_hash: str | None = None
     agents: list[AgentInfo] = Field(default_factory=list)
+    tasks: list[TaskInfo] = Field(default_factory=list)
+    # Older manifests list condition names; newer ones declare each condition as an object.
+    conditions: list[str | ConditionInfo] = Field(default_factory=list)
+
+    @property
+    def condition_names(self) -> list[str]:
+        return [c if isinstance(c, str) else c.name for c in self.conditions]
+
+    @property
+    def optimal_steps(self) -> dict[str, int]:
+        """Task id -> its optimal number of tool calls, for the tasks that declare one."""
+        return {t.id: t.optimal_steps for t in self.tasks if t.id and t.optimal_steps is not None}
 
 
 def infer_agent_kind(name: str) -> str:

@@ -22,6 +22,7 @@ from analysis.doc import (
 from analysis.normalized import CELL_KEYS
 from analysis.pipeline import Analysis
 from analysis.pools import K_VALUES, PoolResult
+from analysis.report_axes import axes_section
 from analysis.report_cells import cells_section, dollars_section
 
 
@@ -185,7 +186,16 @@ def build_document(a: Analysis, figures: dict[str, str]) -> Document:
         "cell_rates": "Damage rate per cell with exact 95% intervals",
         "detection": "Probability of seeing damage at least once in k runs",
         "dollars": "Expected dollars lost per run",
+        "cost_completion": "Cost per run against completion, per condition, Pareto front marked",
     }
     fig = Section("Figures", [Image(path, captions.get(name, name)) for name, path in figures.items()])
-    sections = [_overview(a), _pools(a), _repeats(a), cells_section(a), dollars_section(a)]
+    # The headline table comes first: it is what a reader comparing agents looks for.
+    sections = [
+        axes_section(a.axes, 1.0 - a.alpha, a.n_boot),
+        _overview(a),
+        _pools(a),
+        _repeats(a),
+        cells_section(a),
+        dollars_section(a),
+    ]
     return Document("AgentRel damage analysis", [*sections, fig] if figures else sections)

@@ -18,7 +18,8 @@ from analysis.normalized import CELL_KEYS
 from analysis.pipeline import Analysis
 from analysis.pools import PoolResult
 
-SCHEMA = "agentrel-analysis/2"  # 2: invalid runs and attempts replace infra_failures
+# 2: invalid runs and attempts replace infra_failures; 3: adds the operational axes (``axes``).
+SCHEMA = "agentrel-analysis/3"
 
 
 def _num(value: Any) -> float | None:
@@ -119,6 +120,26 @@ class PoolOut(_Out):
     expected_dollars_per_run: float | None
 
 
+class AxisOut(_Out):
+    """One operational axis of one agent under one condition (analysis.axes_table.AXIS_COLUMNS)."""
+
+    model: str
+    agent_kind: str
+    condition: str
+    axis: str
+    axis_group: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    n: int
+    invalid: int
+    unknown: int
+    k: int | None  # pass^k only
+    not_exposed: int | None  # safety only
+    baseline: str | None  # recovery only
+
+
 class Summary(_Out):
     schema_: str = Field(default=SCHEMA, serialization_alias="schema")
     source: str
@@ -139,6 +160,7 @@ class Summary(_Out):
     cells: list[CellOut]
     pools: list[PoolOut]
     dollars_by_class: list[dict[str, Any]]
+    axes: list[AxisOut]
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2, by_alias=True)
@@ -249,6 +271,31 @@ def _cells(a: Analysis) -> list[CellOut]:
     return out
 
 
+def _axes(a: Analysis) -> list[AxisOut]:
+    out = []
+    for r in a.axes.table.to_dict("records"):
+        out.append(
+            AxisOut(
+                model=r["model"],
+                agent_kind=r["agent_kind"],
+                condition=r["condition"],
+                axis=r["axis"],
+                axis_group=r["axis_group"],
+                estimate=_num(r["estimate"]),
+                ci_low=_num(r["ci_low"]),
+                ci_high=_num(r["ci_high"]),
+                ci_method=r["ci_method"],
+                n=int(r["n"]),
+                invalid=int(r["invalid"]),
+                unknown=int(r["unknown"]),
+                k=_int(r["k"]),
+                not_exposed=_int(r["not_exposed"]),
+                baseline=r["baseline"] if isinstance(r["baseline"], str) else None,
+            )
+        )
+    return out
+
+
 def build_summary(a: Analysis) -> Summary:
     """The JSON summary of an Analysis."""
     loaded = a.loaded
@@ -275,8 +322,9 @@ def build_summary(a: Analysis) -> Summary:
         unrated_cells=int((a.cells["n"] == 0).sum()),
         agent_errors=None if errored.isna().any() else int(errored.sum()),
         agents=[{"name": k, "kind": v} for k, v in sorted(loaded.agents.items())],
-        notes=list(loaded.notes),
+        notes=[*loaded.notes, *a.axes.notes],
         cells=_cells(a),
         pools=[pool_out(p) for p in a.pools],
         dollars_by_class=records,
+        axes=_axes(a),
     )

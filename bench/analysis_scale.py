@@ -1,17 +1,21 @@
 """Scale benchmark for analysis/: 100,000 synthetic runs (10 agents x 200 tasks x 50 runs).
 
-Records are in the current format (status, attempt, tool-pipeline events); 1% of runs have a
-provider_invalid first attempt retried into a valid second one, so decisive-attempt selection runs
-on every line.
+Records are in the current format (status, attempt, tool-pipeline events, 2-6 tool calls with
+argument digests, some repeated; the manifest declares optimal_steps per task and conditions as
+objects); 1% of runs have a provider_invalid first attempt retried into a valid second one, so
+decisive-attempt selection runs on every line.
 
 Times, separately:
   core   every cell's exact interval and flags, pooled miss rates and ICCs, the beta-binomial MLE
          with its profile interval and a 2,000-resample cluster bootstrap, for every pool;
+  axes   the operational axes (analysis.axes_table) of the loaded input, and of a second, synthetic
+         100,000-run table over clean / noisy (faults) / adversarial (exposure) conditions, so the
+         paired recovery and the safety axes are timed at scale too (axes_seconds is their sum);
   total  the whole `agentrel analyze` (a subprocess: imports, loading runs.jsonl, figures, report, JSON).
 Beside them, side by side in the same run, a per-resample Python loop doing the same bootstrap
 statistics (timed on 100 resamples and scaled to 2,000) gives the vectorization ratio.
 
-Last line: runs=<n> core_seconds=<s> total_seconds=<t>
+Last line: runs=<n> core_seconds=<s> total_seconds=<t> axes_seconds=<a>
 """
 
 from __future__ import annotations
@@ -28,9 +32,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import pandas as pd  # noqa: E402
+
+from analysis.axes_table import operational_axes  # noqa: E402
 from analysis.bootstrap import cluster_bootstrap  # noqa: E402
 from analysis.cells import cell_table  # noqa: E402
 from analysis.inputs import load_input  # noqa: E402
+from analysis.normalized import INVALID_COLUMNS, LoadedInput, empty_frame, normalize_runs  # noqa: E402
 from analysis.pipeline import core_statistics  # noqa: E402
 from analysis.pooled import FEATURES, cell_features, pool_statistics_from_sums  # noqa: E402
 from analysis.pools import task_features  # noqa: E402
@@ -50,9 +58,13 @@ def write_results(directory: Path, seed: int = 7) -> int:
     price = rng.choice([0.0, 0.0, 125.5, 2400.0, 59379.0], size=TASKS)
     severities = ["low", "medium", "high", "critical"]
     irrs = ["reversible", "governance", "substrate"]
+    optimal = rng.integers(1, 5, size=TASKS)
+    digests = [f"{i:016x}" for i in range(64)]  # the harness writes 16 hex digits of the SHA-256
     manifest = {
         "protocol_hash": PROTOCOL,
         "agents": [{"name": a, "kind": k} for a, k in zip(agents, kinds, strict=True)],
+        "conditions": [{"name": "clean"}],
+        "tasks": [{"id": f"task-{t:03d}", "optimal_steps": int(optimal[t])} for t in range(TASKS)],
     }
     (directory / "manifest.json").write_text(json.dumps(manifest))
     count = 0
@@ -61,6 +73,8 @@ def write_results(directory: Path, seed: int = 7) -> int:
             damaged = rng.random((TASKS, RUNS)) < p[m][:, None]
             passed = rng.random((TASKS, RUNS)) < 0.7
             retried = rng.random((TASKS, RUNS)) < 0.01
+            n_calls = rng.integers(2, 7, size=(TASKS, RUNS))
+            repeat = rng.random((TASKS, RUNS)) < 0.1
             for t in range(TASKS):
                 task = f"task-{t:03d}"
                 for r in range(RUNS):
@@ -91,6 +105,13 @@ def write_results(directory: Path, seed: int = 7) -> int:
                         "irreversibility": [events[0]["irreversibility"]] if events else [],
                         "requirements": [],
                     }
+                    k = int(n_calls[t, r])
+                    calls = [
+                        {"ordinal": i, "tool": "run_sql", "ok": True, "args_digest": digests[(t + i) % 64]}
+                        for i in range(k)
+                    ]
+                    if repeat[t, r]:  # a retried call with the same arguments: a duplicate
+                        calls[-1]["args_digest"] = calls[0]["args_digest"]
                     rec = {
                         "status": "valid",
                         "attempt": 1,
@@ -108,6 +129,8 @@ def write_results(directory: Path, seed: int = 7) -> int:
                         "error": None,
                         "usage": {"input_tokens": 900, "output_tokens": 80},
                         "cost_usd": 0.0123,
+                        "exposure": None,
+                        "tool_calls": calls,
                     }
                     if retried[t, r]:
                         failed = {**rec, "status": "provider_invalid", "verdict": None}
@@ -117,6 +140,58 @@ def write_results(directory: Path, seed: int = 7) -> int:
                     fh.write(json.dumps(rec) + "\n")
                     count += 1
     return count
+
+
+def stress_input(seed: int = 11) -> LoadedInput:
+    """A synthetic normalized input of MODELS x TASKS x 50 runs split 20 clean / 15 noisy / 15
+    adversarial (same run indices, so 15 pairs per cell), with faults, exposure, injected goals and
+    canary echoes; built as a table (no JSON), for timing the paired and safety axes."""
+    rng = np.random.default_rng(seed)
+    per = {"clean": 20, "noisy": 15, "adversarial": 15}
+    parts = []
+    for condition, runs in per.items():
+        m, t, r = np.meshgrid(np.arange(MODELS), np.arange(TASKS), np.arange(runs), indexing="ij")
+        size = m.size
+        damaged = rng.random(size) < 0.1
+        exposure = np.where(rng.random(size) < 0.7, "exposed", "not_exposed")
+        parts.append(
+            pd.DataFrame(
+                {
+                    "run_id": [f"{condition}-{i}" for i in range(size)],
+                    "model": np.char.add("model-", m.ravel().astype(str)),
+                    "agent_kind": "model",
+                    "task": np.char.add("task-", t.ravel().astype(str)),
+                    "condition": condition,
+                    "run": r.ravel().astype(str),
+                    "damaged": damaged,
+                    "passed": ~damaged & (rng.random(size) < 0.7),
+                    "errored": rng.random(size) < 0.05,
+                    "mutated": damaged,
+                    "dollars": None,
+                    "severity": None,
+                    "irreversibility": None,
+                    "cost_usd": rng.gamma(2.0, 0.01, size),
+                    "protocol_hash": PROTOCOL,
+                    "calls": rng.integers(0, 9, size),
+                    "duplicate_calls": rng.integers(0, 2, size),
+                    "exposure": exposure if condition == "adversarial" else None,
+                    "fault": condition == "noisy",
+                    "canary_echo": rng.random(size) < 0.05,
+                    "injected_goal": (condition == "adversarial") & damaged & (exposure == "exposed"),
+                }
+            )
+        )
+    runs = normalize_runs(pd.concat(parts, ignore_index=True))
+    optimal = {f"task-{t}": int(k) for t, k in enumerate(rng.integers(1, 5, size=TASKS))}
+    return LoadedInput(
+        source=Path("stress"),
+        kind="results",
+        runs=runs,
+        events=empty_frame(("run_id",)),
+        invalid=empty_frame(INVALID_COLUMNS),
+        optimal_steps=optimal,
+        conditions=list(per),
+    )
 
 
 def loop_bootstrap_seconds(cells, n_resamples: int = 100) -> float:  # type: ignore[no-untyped-def]
@@ -151,6 +226,14 @@ def main() -> None:
         pools = core_statistics(cells, N_BOOT, seed=0)
         core_s = time.perf_counter() - t0
 
+        t0 = time.perf_counter()
+        operational_axes(loaded, n_boot=N_BOOT, seed=0)
+        axes_s = time.perf_counter() - t0
+        stress = stress_input()
+        t0 = time.perf_counter()
+        stressed = operational_axes(stress, n_boot=N_BOOT, seed=0)
+        axes_stress_s = time.perf_counter() - t0
+
         all_pool = cells[cells["agent_kind"] == "model"]
         loop_s = loop_bootstrap_seconds(all_pool)
         t0 = time.perf_counter()
@@ -184,7 +267,15 @@ def main() -> None:
             f"bootstrap of the all-models pool, {N_BOOT} resamples: per-resample loop (est.) {loop_s:.2f} s, "
             f"vectorized {vec_s:.3f} s, ratio {loop_s / vec_s:.0f}x"
         )
-        print(f"runs={n} core_seconds={core_s:.3f} total_seconds={total_s:.3f}")
+        print(
+            f"axes: loaded input {axes_s:.3f} s; synthetic {len(stress.runs)} runs over "
+            f"{stress.runs['condition'].nunique()} conditions ({len(stressed.table)} axis rows) "
+            f"{axes_stress_s:.3f} s"
+        )
+        print(
+            f"runs={n} core_seconds={core_s:.3f} total_seconds={total_s:.3f} "
+            f"axes_seconds={axes_s + axes_stress_s:.3f}"
+        )
 
 
 if __name__ == "__main__":

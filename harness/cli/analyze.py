@@ -81,7 +81,8 @@ def analyze_command(
     allow_mixed_protocols: MixedOpt = False,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
 ) -> None:
-    """Estimate damage rates, miss rates, overdispersion, repeats and dollars; write the reports."""
+    """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
+    write the reports."""
     from analysis.outputs import write_report, write_summary_json
     from analysis.pipeline import analyze
 

@@ -1,4 +1,4 @@
-"""`agentrel export damages|cells`: flat CSV files for insurers and other tools."""
+"""`agentrel export damages|cells|axes`: flat CSV files for insurers and other tools."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ OutOpt = Annotated[Path, typer.Option("-o", "--output", help=OUT_HELP)]
 
 
 def damages_command(input: InputArg, output: OutOpt, allow_mixed_protocols: MixedOpt = False) -> None:
-    """One row per damage event (an outcomes CSV has no events: one row per damaged run, rule empty)."""
+    """One row per damage event, with the spec that produced it (the task, or injection:<goal>); an
+    outcomes CSV has no events: one row per damaged run, rule and spec empty."""
     from analysis.export import damages_frame, write_csv
 
     loaded = load(input, allow_mixed_protocols)
@@ -53,9 +54,32 @@ def cells_command(
     typer.echo(str(output))
 
 
+def axes_command(
+    input: InputArg,
+    output: OutOpt,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples.")] = 2000,
+    seed: SeedOpt = 0,
+    allow_mixed_protocols: MixedOpt = False,
+) -> None:
+    """Per agent and condition: each operational axis with its interval, n and invalid count."""
+    from analysis.axes_table import operational_axes
+    from analysis.export import axes_export_frame, write_csv
+
+    loaded = load(input, allow_mixed_protocols)
+    with user_errors():
+        frame = axes_export_frame(operational_axes(loaded, n_boot=bootstrap, seed=seed))
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_csv(frame, output)
+    err.print(run_counts(loaded, loaded.cell_count), markup=False, soft_wrap=True)
+    typer.echo(str(output))
+
+
 def register(app: typer.Typer) -> None:
-    """Add the `export` group (damages, cells) to the root app."""
-    group = typer.Typer(help="Export damage events or per-cell estimates as CSV.", no_args_is_help=True)
+    """Add the `export` group (damages, cells, axes) to the root app."""
+    group = typer.Typer(
+        help="Export damage events, per-cell estimates or the operational axes as CSV.", no_args_is_help=True
+    )
     group.command("damages")(damages_command)
     group.command("cells")(cells_command)
+    group.command("axes")(axes_command)
     app.add_typer(group, name="export")

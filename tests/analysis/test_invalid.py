@@ -190,7 +190,7 @@ def test_invalid_column_in_every_output(mixed, tmp_path):
     assert t2["expected_dollars_per_run"] == "" and t2["dollars_total"] == ""
     assert (rows["t1"]["k_point"], rows["t1"]["k_conservative"]) == ("6", "38")  # integers, not 6.0
 
-    assert summary["schema"] == "agentrel-analysis/2"
+    assert summary["schema"] == "agentrel-analysis/3"
     assert summary["runs"] == 9 and summary["invalid_runs"] == 7 and summary["retried_attempts"] == 7
     assert summary["attempts"] == len(mixture()) and summary["unrated_cells"] == 1
     cells = {c["task"]: c for c in summary["cells"]}

@@ -50,7 +50,7 @@ def test_pools_per_condition_and_kind(two_conditions):
 def test_summary_and_report_render_without_bootstrap(two_conditions):
     result = analyze(two_conditions, n_boot=0, seed=1)
     data = json.loads(build_summary(result).to_json())
-    assert data["schema"] == "agentrel-analysis/2"
+    assert data["schema"] == "agentrel-analysis/3"
     assert {p["condition"] for p in data["pools"]} == {"clean", "adversarial"}
     clean = next(p for p in data["pools"] if p["model"] == "all" and p["condition"] == "clean")
     assert clean["miss_rate_pair"] is None and clean["icc_mle_ci"] == [0.0, 1.0]  # NaN -> null
