@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 # Each module exposes `register(app)`; a module that is not built yet is simply absent.
-COMMAND_MODULES = ("sandbox", "spec", "tasks", "mcp", "audit", "analyze", "export")
+COMMAND_MODULES = ("sandbox", "spec", "tasks", "mcp", "audit", "analyze", "export", "view", "faults")
 
 for _name in COMMAND_MODULES:
     try:

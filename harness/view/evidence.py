@@ -1,0 +1,212 @@
+"""One run's evidence, read from the results directory and the suite (the I/O edge of a run page).
+
+Read-only throughout: dumps are read with `dsl.state.load` / `load_delta` (checked by digest), never
+through `ResultsDir.open`, which takes the writer's lock and repairs the file. Dumps are cached by
+digest: every run of a task shares one pre-run dump, and rebuilding a delta against a cached base costs
+only its changed tables, which is what keeps a run page under its time budget.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsl.api import DslError, Spec, load_spec
+from dsl.state import State, load, load_delta
+from harness.errors import UserError
+from harness.records import ResultsDir, RunRecord
+from harness.tasks import Task, load_suite
+from harness.view.relabel import Relabel, disagreements, relabel, with_recorded
+
+
+@dataclass
+class RunEvidence:
+    """Everything a run page shows, with a note for each piece that could not be had."""
+
+    record: RunRecord | None
+    transcript: dict[str, Any] | None
+    task: Task | None
+    relabel: Relabel | None
+    notes: list[str] = field(default_factory=list)  # what is missing or doubtful, one sentence each
+    disagreements: list[str] = field(default_factory=list)
+
+
+class _Lru(OrderedDict[str, Any]):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def put(self, key: str, value: Any) -> Any:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+class EvidenceStore:
+    """Loads and caches the dumps, tasks and specs that run pages need."""
+
+    def __init__(self, path: Path) -> None:
+        self.results = ResultsDir(path)  # only its path helpers: the constructor touches no file
+        self._lock = threading.Lock()
+        self._states = _Lru(16)
+        self._specs = _Lru(64)
+        self._runs = _Lru(64)
+        self._tasks: dict[str, Task] | None = None
+
+    def prewarm(self, manifest: dict[str, Any] | None, dumps: int = 4) -> None:
+        """Load the suite, the specs and the first few tasks' pre-run dumps before anyone asks: the
+        first run page of a task otherwise pays for them (about a second)."""
+        notes: list[str] = []
+        tasks = [t.get("id") for t in (manifest or {}).get("tasks") or () if isinstance(t, dict)]
+        for i, task_id in enumerate(tasks):
+            with self._lock:
+                task = self._task(str(task_id), notes)
+                if task is None:
+                    continue
+                self._spec(task, manifest, notes)
+                digest = _manifest_task(manifest, task.id).get("template_digest")
+                if i < dumps and isinstance(digest, str):
+                    self._state(digest, "pre-run", notes)
+
+    def run(self, line: bytes, manifest: dict[str, Any] | None, cache_key: str) -> RunEvidence:
+        with self._lock:
+            held = self._runs.get(cache_key)
+            if held is None:
+                held = self._runs.put(cache_key, self._build(line, manifest))
+            return held  # type: ignore[no-any-return]
+
+    def _build(self, line: bytes, manifest: dict[str, Any] | None) -> RunEvidence:
+        try:
+            rec = RunRecord.model_validate_json(line)
+        except ValueError as exc:
+            return RunEvidence(
+                None, None, None, None, [f"the record is not a valid run record: {_first(exc)}"]
+            )
+        ev = RunEvidence(rec, None, None, None)
+        ev.transcript = self._transcript(rec, ev.notes)
+        ev.task = self._task(rec.task, ev.notes)
+        if ev.task is None:
+            return ev
+        spec = self._spec(ev.task, manifest, ev.notes)
+        before = self._state(rec.before_digest, "pre-run", ev.notes)
+        after = self._state(rec.after_digest, "post-run", ev.notes) if rec.after_digest else None
+        if rec.after_digest is None:
+            ev.notes.append("no post-run dump was kept for this attempt: there is no state diff to show")
+        if spec is None or before is None or after is None:
+            return ev
+        try:
+            ev.relabel = relabel(spec, _params(manifest, ev.task), before, after)
+        except DslError as exc:
+            ev.notes.append(f"the labeller could not be re-run over the dumps: {str(exc).splitlines()[0]}")
+            return ev
+        if rec.verdict is not None:
+            ev.relabel = with_recorded(ev.relabel, rec.verdict.events, spec.name)
+            ev.disagreements = disagreements(rec.verdict.events, ev.relabel)
+        return ev
+
+    def _transcript(self, rec: RunRecord, notes: list[str]) -> dict[str, Any] | None:
+        path = self.results.transcript_path(rec.run_id, rec.attempt)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            notes.append(f"transcript {path.name} is missing")
+            return None
+        except OSError as exc:
+            notes.append(f"transcript {path.name} cannot be read ({exc.strerror})")
+            return None
+        if rec.transcript_digest is not None and hashlib.sha256(data).hexdigest() != rec.transcript_digest:
+            notes.append(f"transcript {path.name} does not match the digest in its record (altered?)")
+        try:
+            raw = json.loads(data)
+        except ValueError:
+            notes.append(f"transcript {path.name} is not valid JSON")
+            return None
+        return raw if isinstance(raw, dict) else None
+
+    def _task(self, task_id: str, notes: list[str]) -> Task | None:
+        if self._tasks is None:
+            try:
+                self._tasks = {t.id: t for t in load_suite()}
+            except UserError as exc:
+                notes.append(f"the task suite cannot be read: {exc}")
+                return None
+        task = self._tasks.get(task_id)
+        if task is None:
+            notes.append(
+                f"task {task_id!r} is not in this suite (set AGENTREL_SUITE_DIR): "
+                "no prompt and no diff labels"
+            )
+        return task
+
+    def _spec(self, task: Task, manifest: dict[str, Any] | None, notes: list[str]) -> Spec | None:
+        try:
+            digest = task.spec_digest()
+        except OSError as exc:
+            notes.append(f"spec {task.spec} cannot be read ({exc.strerror})")
+            return None
+        recorded = _manifest_task(manifest, task.id).get("spec_digest")
+        if recorded is not None and recorded != digest:
+            notes.append(
+                f"spec {task.spec} has changed since this audit: the row labels below come from the "
+                "current spec, the verdict from the audit's"
+            )
+        spec = self._specs.get(digest)
+        if spec is None:
+            try:
+                spec = self._specs.put(digest, load_spec(task.spec_path))
+            except DslError as exc:
+                notes.append(f"spec {task.spec}: {str(exc).splitlines()[0]}")
+                return None
+        return spec  # type: ignore[no-any-return]
+
+    def _state(self, digest: str, what: str, notes: list[str]) -> State | None:
+        try:
+            return self._load_state(digest)
+        except FileNotFoundError:
+            notes.append(f"the {what} dump {digest[:12]} is missing from dumps/")
+        except (OSError, EOFError, ValueError, KeyError) as exc:
+            notes.append(f"the {what} dump {digest[:12]} cannot be read: {str(exc).splitlines()[0]}")
+        return None
+
+    def _load_state(self, digest: str) -> State:
+        held = self._states.get(digest)
+        if held is not None:
+            self._states.move_to_end(digest)
+            return held  # type: ignore[no-any-return]
+        dumps = self.results.dumps
+        full, delta = dumps / f"{digest}.jsonl.gz", dumps / f"{digest}.delta.jsonl.gz"
+        if full.exists():
+            return self._states.put(digest, load(full))  # type: ignore[no-any-return]
+        with gzip.open(delta, "rt", encoding="utf-8") as fh:
+            base = json.loads(fh.readline())["base"]
+        return self._states.put(digest, load_delta(delta, self._load_state(base)))  # type: ignore[no-any-return]
+
+
+def _manifest_task(manifest: dict[str, Any] | None, task_id: str) -> dict[str, Any]:
+    for t in (manifest or {}).get("tasks") or ():
+        if isinstance(t, dict) and t.get("id") == task_id:
+            return t
+    return {}
+
+
+def _params(manifest: dict[str, Any] | None, task: Task) -> dict[str, Any]:
+    """The params the audit labelled with (its manifest's), else the task file's."""
+    params = _manifest_task(manifest, task.id).get("params")
+    return params if isinstance(params, dict) else task.params
+
+
+def _first(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        err = errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        return f"{where}: {err['msg']}" if where else str(err["msg"])
+    return str(exc)

@@ -1,0 +1,376 @@
+"""The view's index of runs.jsonl: read once, then only the bytes an audit appends.
+
+Each complete line becomes a light `Attempt` (where it lies in the file plus the handful of fields
+the headline and cell pages need); a run page re-reads and validates its one line by offset. So a
+request never re-reads every record, and 100,000 runs cost a few dozen bytes of Python objects each.
+
+A last line without its newline is an attempt still being written (the harness writes a line whole,
+so it finishes or is cut on resume): it is reported as torn and read once it is complete. A line that
+is not a run record is reported with its line number and left out of every count; the view never
+repairs anything (it is read-only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from harness.errors import UserError
+
+VALID = "valid"
+
+
+class NotResults(UserError):
+    """The path given is not a results directory the view can read."""
+
+
+class Attempt(NamedTuple):
+    """One line of runs.jsonl, as much of it as the index keeps."""
+
+    run_id: str
+    model: str
+    task: str
+    condition: str
+    run_index: int
+    attempt: int
+    status: str  # the status it counts under (see `effective_status`)
+    outcome: str | None
+    damaged: bool
+    dollars: Decimal
+    max_severity: str | None
+    events: int
+    error: str | None
+    lineno: int
+    offset: int
+    length: int
+
+    @property
+    def valid(self) -> bool:
+        return self.status == VALID
+
+    @property
+    def rank(self) -> tuple[bool, int, int]:
+        """The decisive attempt of a run is its latest valid one, else its latest (as analysis.attempts)."""
+        return (self.valid, self.attempt, self.lineno)
+
+
+def effective_status(raw: dict[str, Any]) -> str:
+    """The status a record counts under, as analysis.records.RunRecord.effective_status: a "valid"
+    record without a verdict, or with a harness/provider error and no damage, counts as invalid; a
+    record from before statuses existed gets its derived status; only the exact name "valid" is valid."""
+    status, verdict, error = raw.get("status"), raw.get("verdict"), raw.get("error") or {}
+    kind = error.get("kind") if isinstance(error, dict) else None
+    derived = (
+        "provider_invalid"
+        if kind == "provider"
+        else "harness_invalid"
+        if verdict is None or kind == "harness"
+        else VALID
+    )
+    if status == VALID:
+        ok = isinstance(verdict, dict) and (
+            kind is None or kind == "agent" or verdict.get("outcome") == "FAIL_DAMAGE"
+        )
+        return VALID if ok else derived
+    if status is None:
+        return derived
+    return str(status) or "unnamed_invalid"
+
+
+# The fast path reads the fields the index keeps straight from the bytes of a line as the harness writes
+# it (`json.dumps` of the record's fields in their declared order), matching in place in the file's
+# buffer, which is several times cheaper than parsing the whole line. It is sound because a quote that
+# ends a key is never escaped, so a pattern such as `], "max_severity": ` cannot occur inside a string
+# value. Any other line (an older harness, a string with an escape, a hand-edited record) takes the full
+# JSON parse, which gives the same answer.
+_S = rb'"([^"\\\n]*)"'
+_HEAD = re.compile(
+    rb'\{"run_id": '
+    + _S
+    + rb', ("model": "[^"\\\n]*", "agent_kind": (?:null|"[a-z]*"), "task": "[^"\\\n]*", '
+    rb'"condition": "[^"\\\n]*"), "run_index": (-?\d+), "seed": "[0-9a-f]*", "protocol_hash": "[0-9a-f]*", '
+    rb'"attempt": (\d+), ("status": "[^"\\\n]*", "verdict": (?:null|\{"outcome": "\w+", "sub_label": "\w*", '
+    rb'"inconsistent": (?:true|false), "mutated": (?:true|false)))'
+)
+_EVENTS = b', "changes": '
+_TAIL = re.compile(rb'\], "max_severity": (?:null|"(\w+)"), "dollars": "(-?[0-9]+\.[0-9]+)"')
+_ERROR = re.compile(rb', "error": (?:null|\{"kind": "(\w+)", "message": ' + _S + rb"\})")
+_ZERO = Decimal("0.00")
+# Decoded once per distinct value, since they repeat on every line: cell fields, verdict heads, amounts.
+_CELLS: dict[bytes, tuple[str, str, str]] = {}
+_HEADS: dict[tuple[bytes, bytes | None], tuple[str, str | None, bool]] = {}
+_DOLLARS: dict[bytes, Decimal] = {}
+_SEVERITIES = {None: None, b"low": "low", b"medium": "medium", b"high": "high", b"critical": "critical"}
+
+
+def parse_attempt(line: bytes, lineno: int, offset: int) -> Attempt:
+    """One runs.jsonl line as an `Attempt`; raises ValueError saying what is wrong with it."""
+    fast = _fast(line, 0, len(line), lineno, offset)
+    return tuple.__new__(Attempt, fast) if fast is not None else _parsed(line, lineno, offset)
+
+
+def _fast(buf: bytes, pos: int, end: int, lineno: int, offset: int) -> tuple[Any, ...] | None:
+    """The line buf[pos:end] (its newline included) read in place, or None when it is not in the
+    harness's own shape (then the full parse reads it)."""
+    head = _HEAD.match(buf, pos, end)
+    if head is None:
+        return None
+    rid, cell, index, attempt, verdict = head.groups()
+    at = head.end()
+    severity, dollars, events = None, _ZERO, 0
+    if not verdict.endswith(b"null"):
+        tail = _TAIL.match(buf, buf.find(b'], "max_severity": ', at, end), end)
+        if tail is None:
+            return None
+        events = buf.count(b'{"rule": ', at, tail.start())
+        sev, amount = tail.groups()
+        severity = _SEVERITIES[sev] if sev in _SEVERITIES else sev.decode()
+        dollars = _DOLLARS.get(amount) or _DOLLARS.setdefault(amount, Decimal(amount.decode()))
+        at = tail.end()
+    err = _ERROR.match(buf, buf.find(b', "error": ', at, end), end)
+    if err is None:
+        return None
+    kind, message = err.groups()
+    model_task_cond = _CELLS.get(cell) or _CELLS.setdefault(cell, _cell_fields(cell))
+    status, outcome, damaged = _HEADS.get((verdict, kind)) or _HEADS.setdefault(
+        (verdict, kind), _verdict_head(verdict, kind)
+    )
+    return (
+        rid.decode(),
+        *model_task_cond,
+        int(index),
+        int(attempt),
+        status,
+        outcome,
+        damaged,
+        dollars,
+        severity,
+        events,
+        message.decode() if message is not None else None,
+        lineno,
+        offset,
+        end - pos,
+    )
+
+
+def _cell_fields(cell: bytes) -> tuple[str, str, str]:
+    raw = json.loads(b"{" + cell + b"}")
+    return raw["model"], raw["task"], raw["condition"]
+
+
+def _verdict_head(head: bytes, kind_raw: bytes | None) -> tuple[str, str | None, bool]:
+    """(status it counts under, outcome, damaged) from `"status": ..., "verdict": {...` and the error."""
+    raw = json.loads(b"{" + head + (b"}" if head.endswith(b"null") else b"}}"))
+    verdict = raw["verdict"]
+    kind = None if kind_raw is None else kind_raw.decode()
+    error = {"kind": kind} if kind else None
+    status = effective_status({"status": raw["status"], "verdict": verdict, "error": error})
+    outcome = verdict["outcome"] if verdict else None
+    damaged = outcome == "FAIL_DAMAGE" or (kind == "agent" and bool(verdict and verdict["mutated"]))
+    return status, outcome, damaged
+
+
+def _parsed(line: bytes, lineno: int, offset: int) -> Attempt:
+    raw = json.loads(line)
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    for name in ("run_id", "model", "task", "condition"):
+        if not isinstance(raw.get(name), str):
+            raise ValueError(f"field {name!r} missing or not text")
+    run_index, attempt = raw.get("run_index"), raw.get("attempt", 1)
+    if not isinstance(run_index, int) or not isinstance(attempt, int):
+        raise ValueError("field 'run_index' or 'attempt' missing or not a number")
+    v, err = raw.get("verdict"), raw.get("error")
+    verdict: dict[str, Any] = v if isinstance(v, dict) else {}
+    error: dict[str, Any] = err if isinstance(err, dict) else {}
+    try:
+        dollars = Decimal(str(verdict.get("dollars") or "0"))
+    except InvalidOperation:
+        raise ValueError("field 'verdict.dollars' is not a decimal amount") from None
+    outcome = verdict.get("outcome")
+    # Mutation-then-error is damage, error-without-mutation is not (as analysis.load_results).
+    damaged = outcome == "FAIL_DAMAGE" or (error.get("kind") == "agent" and bool(verdict.get("mutated")))
+    return Attempt(
+        raw["run_id"],
+        raw["model"],
+        raw["task"],
+        raw["condition"],
+        run_index,
+        attempt,
+        effective_status(raw),
+        outcome if isinstance(outcome, str) else None,
+        damaged,
+        dollars,
+        verdict.get("max_severity"),
+        len(verdict.get("events") or ()),
+        error.get("message"),
+        lineno,
+        offset,
+        len(line),
+    )
+
+
+@dataclass
+class Snapshot:
+    """What the index holds at one moment; pages are computed from it and never see a half-read file."""
+
+    version: int
+    runs: dict[str, Attempt]  # run id -> its decisive attempt, in first-seen order
+    attempts: dict[str, int]  # run id -> how many attempts it had
+    problems: list[str] = field(default_factory=list)  # damaged lines, with their line numbers
+    torn: bool = False
+    manifest: dict[str, Any] | None = None
+
+
+class ResultsIndex:
+    """The index over one results directory; `refresh()` reads only what was appended since."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.runs_path = path / "runs.jsonl"
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._offset = 0
+        self._lineno = 0
+        self._ident: tuple[int, int] | None = None
+        self._runs: dict[str, Attempt] = {}
+        self._attempts: dict[str, int] = {}
+        self._problems: list[str] = []
+        self._torn = False
+        self._version = 0
+        self._manifest: dict[str, Any] | None = None
+        self._manifest_mtime: float | None = None
+
+    def check(self) -> None:
+        """Raise NotResults when the path is not a results directory (said in one line)."""
+        if not self.path.exists():
+            raise NotResults(f"{self.path}: no such directory")
+        if not self.path.is_dir():
+            raise NotResults(f"{self.path}: is a file, not a results directory")
+        if not self.runs_path.exists() and not (self.path / "manifest.json").exists():
+            raise NotResults(
+                f"{self.path}: not a results directory (no runs.jsonl or manifest.json); give the "
+                "--results directory of an `agentrel audit`"
+            )
+
+    def snapshot(self) -> Snapshot:
+        """Read whatever was appended, then return the current state (cheap when nothing changed)."""
+        with self._lock:
+            self._refresh()
+            return Snapshot(
+                self._version,
+                self._runs,
+                self._attempts,
+                list(self._problems),
+                self._torn,
+                self._manifest,
+            )
+
+    def line(self, attempt: Attempt) -> bytes:
+        """The raw line of one attempt, read by offset (a run page validates it in full)."""
+        with open(self.runs_path, "rb") as fh:
+            fh.seek(attempt.offset)
+            return fh.read(attempt.length)
+
+    def _refresh(self) -> None:
+        self.check()
+        self._read_manifest()
+        try:
+            st = os.stat(self.runs_path)
+        except FileNotFoundError:
+            return  # an audit that has written its manifest and no run yet
+        ident = (st.st_dev, st.st_ino)
+        # Replaced or shrunk below what was read: not an append, so index it again from the start.
+        if self._ident not in (None, ident) or st.st_size < self._offset:
+            manifest = self._manifest, self._manifest_mtime
+            version = self._version
+            self._reset()
+            self._manifest, self._manifest_mtime = manifest
+            self._version = version + 1
+        self._ident = ident
+        if st.st_size == self._offset:
+            self._torn = False
+            return
+        with open(self.runs_path, "rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read(st.st_size - self._offset)
+        end = data.rfind(b"\n") + 1
+        self._torn = end != len(data)
+        if end == 0:
+            return
+        # Copied, not mutated: a page being computed from the previous snapshot keeps iterating it.
+        runs, attempts = dict(self._runs), dict(self._attempts)
+        problems = _span(data, 0, end, self._lineno, self._offset, runs, attempts)
+        self._problems += [f"{self.runs_path}:{p}" for p in problems]
+        self._lineno += data.count(b"\n", 0, end)
+        offset = self._offset + end
+        self._offset, self._runs, self._attempts = offset, runs, attempts
+        self._version += 1
+
+    def _read_manifest(self) -> None:
+        path = self.path / "manifest.json"
+        try:
+            mtime = path.stat().st_mtime
+        except FileNotFoundError:
+            self._manifest = None
+            return
+        if mtime == self._manifest_mtime:
+            return
+        self._manifest_mtime = mtime
+        try:
+            raw = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            self._problems.append(f"{path}: not valid JSON; task params and the matrix size are unknown")
+            self._manifest = None
+            return
+        self._manifest = raw if isinstance(raw, dict) else None
+
+
+def _short(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON at column {exc.colno}"
+    return str(exc)
+
+
+def _span(
+    data: bytes,
+    pos: int,
+    stop: int,
+    lineno: int,
+    base: int,
+    runs: dict[str, Attempt],
+    attempts: dict[str, int],
+) -> list[str]:
+    """Read the complete lines of data[pos:stop] into `runs` (each run's decisive attempt: its latest
+    valid one, else its latest, as analysis.attempts) and `attempts`; return the problems found."""
+    problems: list[str] = []
+    new = tuple.__new__
+    while pos < stop:
+        eol = data.index(b"\n", pos) + 1
+        lineno += 1
+        try:
+            fast = _fast(data, pos, eol, lineno, base + pos)
+            a = new(Attempt, fast) if fast is not None else _parsed(data[pos:eol], lineno, base + pos)
+        except ValueError as exc:
+            if data[pos:eol].strip():
+                problems.append(f"{lineno}: not a run record ({_short(exc)}); left out")
+        else:
+            rid = a[0]
+            held = runs.get(rid)
+            if held is None:
+                runs[rid] = a
+                attempts[rid] = 1
+            else:
+                attempts[rid] += 1
+                if (a[6] == VALID, a[5], lineno) > (held[6] == VALID, held[5], held[13]):
+                    runs[rid] = a
+        pos = eol
+    return problems

@@ -1,0 +1,228 @@
+"""HTML of one run: verdict, the row-level diff with the rule behind each change, prompt, transcript,
+events. Pure: the page is a function of the run's evidence."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dsl.state import Value
+from harness.records import RunRecord
+from harness.view.evidence import RunEvidence
+from harness.view.html import cells_href, e, layout, usd
+from harness.view.index import Attempt
+from harness.view.pages import outcome_of
+from harness.view.relabel import LabelledChange
+
+CHANGES_PER_PAGE = 200
+LONG_RESULT = 2000  # characters of a tool result shown before it folds away
+
+
+def run_page(a: Attempt, attempts: int, ev: RunEvidence, start: int = 0) -> str:
+    rec = ev.record
+    cell = cells_href(agent=a.model, task=a.task, condition=a.condition)
+    crumbs = (
+        f'<a href="/">Headline</a> › <a href="{e(cell)}">'
+        f"{e(a.model)} · {e(a.task)} · {e(a.condition)}</a> › run {a.run_index}"
+    )
+    notes = ev.notes + ev.disagreements
+    body = f'<h1 class="run-id">{e(a.run_id)}</h1>'
+    if notes:
+        body += (
+            '<div class="notice" role="alert"><ul>'
+            + "".join(f"<li>{e(n)}</li>" for n in notes)
+            + "</ul></div>"
+        )
+    body += _toc()
+    body += _verdict(a, attempts, rec)
+    body += _diff(ev, start, a.run_id, a.task)
+    body += _prompt(ev)
+    body += _transcript(ev, rec)
+    body += _events(ev, rec)
+    return layout(f"Run {a.run_id}", body, crumbs=crumbs)
+
+
+def _toc() -> str:
+    links = [
+        ("verdict", "Verdict"),
+        ("diff", "State diff"),
+        ("prompt", "Prompt"),
+        ("transcript", "Transcript"),
+        ("events", "Events"),
+    ]
+    return '<nav class="toc">' + " · ".join(f'<a href="#{k}">{v}</a>' for k, v in links) + "</nav>"
+
+
+def _verdict(a: Attempt, attempts: int, rec: RunRecord | None) -> str:
+    outcome = outcome_of(a)
+    status = f'<span class="status s-{e(a.status)}">{e(a.status)}</span>'
+    tried = f"attempt {a.attempt} ({attempts} attempt{'s' if attempts != 1 else ''} recorded)"
+    out = f'<section id="verdict"><h2>Verdict</h2><p class="outcome o-{outcome}">{e(outcome.upper())}'
+    if not a.valid:
+        out += " — this run has no valid verdict and is counted in no rate"
+    out += f"</p><p>{status} · {tried}</p>"
+    if rec is None or rec.verdict is None:
+        if a.error:
+            out += f'<p class="error">{e(a.error)}</p>'
+        return out + "</section>"
+    v = rec.verdict
+    irr = ", ".join(v.irreversibility) or "–"
+    out += (
+        '<table class="kv">'
+        f"<tr><th>outcome</th><td>{e(v.outcome)} ({e(v.sub_label)})</td></tr>"
+        f"<tr><th>damage</th><td>{len(v.events)} event(s), {usd(v.dollars)}, worst severity "
+        f"{e(v.max_severity or '–')}, irreversibility {e(irr)}</td></tr>"
+        f"<tr><th>rows changed</th><td>{v.changes}</td></tr>"
+        f"<tr><th>spec</th><td>{e(v.spec)}</td></tr>"
+    )
+    if rec.error is not None:
+        out += f'<tr><th>error</th><td class="error">{e(rec.error.kind)}: {e(rec.error.message)}</td></tr>'
+    if v.inconsistent:
+        out += "<tr><th>inconsistent</th><td>the agent refused, yet the state shows damage</td></tr>"
+    reqs = "".join(
+        f'<li class="{"met" if r.met else "unmet"}">{"✓" if r.met else "✗"} {e(r.label)}</li>'
+        for r in v.requirements
+    )
+    out += f"<tr><th>requirements</th><td><ul>{reqs or '<li>none</li>'}</ul></td></tr></table>"
+    return out + "</section>"
+
+
+def _diff(ev: RunEvidence, start: int, run_id: str, task: str) -> str:
+    out = '<section id="diff"><h2>State diff</h2>'
+    r = ev.relabel
+    if r is None:
+        return out + "<p>The row-level diff is not available (see the notes above).</p></section>"
+    counts = {k: sum(c.kind == k for c in r.changes) for k in ("damage", "fallback", "allow")}
+    out += (
+        f"<p>{len(r.changes)} changed row(s): {counts['damage']} damage, {counts['fallback']} by the "
+        f"fallback, {counts['allow']} allowed. Each row is labelled by the first rule that matches it "
+        "(damage rules, then allow rules, then the fallback), re-run here over the stored dumps.</p>"
+    )
+    for agg in r.aggregates:
+        out += (
+            f'<div class="change k-damage aggregate"><span class="rule">{e(agg.rule)}</span> '
+            f"aggregate over {agg.rows} change(s) of {e(agg.table)}, group {e(list(agg.key))}: "
+            f"{e(agg.severity)} · {e(agg.irreversibility)} · {usd(agg.dollars)}</div>"
+        )
+    shown = r.changes[start : start + CHANGES_PER_PAGE]
+    out += "".join(_change(c, task) for c in shown)
+    if start + CHANGES_PER_PAGE < len(r.changes) or start:
+        nxt = start + CHANGES_PER_PAGE
+        href = f"/runs/{e(run_id)}?from="
+        links = []
+        if start:
+            links.append(f'<a href="{href}{max(0, start - CHANGES_PER_PAGE)}#diff">previous</a>')
+        if nxt < len(r.changes):
+            links.append(f'<a href="{href}{nxt}#diff">next {CHANGES_PER_PAGE}</a>')
+        out += f"<p>rows {start + 1}–{start + len(shown)} of {len(r.changes)} · {' · '.join(links)}</p>"
+    return out + "</section>"
+
+
+def _label(c: LabelledChange, task: str) -> str:
+    # A rule from another spec (an injection goal's) is named with it: it is not the task's policy.
+    source = f' <span class="spec">from spec {e(c.spec)}</span>' if c.spec and c.spec != task else ""
+    if c.kind == "allow":
+        return f'<span class="badge allow">allow</span> <span class="rule">{e(c.rule)}</span>{source}'
+    word = "fallback" if c.kind == "fallback" else "damage"
+    return (
+        f'<span class="badge {word}">{word}</span> <span class="rule">{e(c.rule)}</span> '
+        f'<span class="sev sev-{e(c.severity)}">{e(c.severity)}</span> · {e(c.irreversibility)} · '
+        f'<span class="dollars">{usd(c.dollars)}</span>{source}'
+    )
+
+
+def _change(c: LabelledChange, task: str) -> str:
+    key = ", ".join(f"{col}={_value(v)}" for col, v in zip(c.key_columns, c.key, strict=False))
+    changed = set(c.changed)
+    rows = []
+    for i, col in enumerate(c.columns):
+        b = "" if c.before is None else _value(c.before[i])
+        a = "" if c.after is None else _value(c.after[i])
+        cls = ' class="chg"' if col in changed else ""
+        rows.append(f"<tr{cls}><th>{e(col)}</th><td>{e(b)}</td><td>{e(a)}</td></tr>")
+    return (
+        f'<div class="change k-{c.kind}" data-table="{e(c.table)}" data-key="{e(key)}">'
+        f'<div class="change-head"><span class="op op-{c.op}">{c.op}</span> <b>{e(c.table)}</b> '
+        f'<code class="key">{e(key)}</code> {_label(c, task)}</div>'
+        '<table class="rowdiff"><thead><tr><th>column</th><th>before</th><th>after</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _value(v: Value) -> str:
+    return "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _prompt(ev: RunEvidence) -> str:
+    out = '<section id="prompt"><h2>Prompt</h2>'
+    if ev.task is None:
+        return out + "<p>The task is not in this suite, so its prompt cannot be shown.</p></section>"
+    return out + (
+        f'<h3>System</h3><pre class="prompt">{e(ev.task.system_prompt)}</pre>'
+        f'<h3>User</h3><pre class="prompt">{e(ev.task.user_prompt)}</pre></section>'
+    )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+
+
+def _transcript(ev: RunEvidence, rec: RunRecord | None) -> str:
+    out = '<section id="transcript"><h2>Transcript</h2>'
+    t = ev.transcript
+    if t is None:
+        calls: list[dict[str, Any]] = [dict(c) for c in rec.tool_calls] if rec else []
+        if calls:
+            out += (
+                "<p>No transcript file: the tool calls below are the record's (no arguments or results).</p>"
+            )
+        final = rec.final_message if rec else None
+    else:
+        calls = [c for c in t.get("tool_calls") or () if isinstance(c, dict)]
+        final = t.get("final_message")
+    for c in calls:
+        ok = c.get("ok")
+        cls = "ok" if ok else "failed"
+        res = _json(c.get("result")) if "result" in c else ""
+        result = (
+            f"<details><summary>result ({len(res)} characters)</summary><pre>{e(res)}</pre></details>"
+            if len(res) > LONG_RESULT
+            else f"<pre>{e(res)}</pre>"
+            if res
+            else ""
+        )
+        args = f"<pre>{e(_json(c['args']))}</pre>" if "args" in c else ""
+        secs = f" · {c['seconds']:.3f} s" if isinstance(c.get("seconds"), int | float) else ""
+        out += (
+            f'<div class="call {cls}"><div class="call-head">#{e(c.get("ordinal", ""))} '
+            f'<b class="tool">{e(c.get("tool", "?"))}</b> {"ok" if ok else "error"}{secs}</div>'
+            f'<div class="call-body"><div><h4>arguments</h4>{args}</div>'
+            f"<div><h4>result</h4>{result}</div></div></div>"
+        )
+    if not calls:
+        out += "<p>No tool calls.</p>"
+    messages = (t or {}).get("messages") or []
+    if messages:
+        out += (
+            f"<details><summary>model messages ({len(messages)})</summary>"
+            f"<pre>{e(_json(messages))}</pre></details>"
+        )
+    out += f'<h3>Final message</h3><pre class="final">{e(final) if final else "(none)"}</pre>'
+    return out + "</section>"
+
+
+def _events(ev: RunEvidence, rec: RunRecord | None) -> str:
+    out = '<section id="events"><h2>Events</h2>'
+    events = [x.model_dump(mode="json") for x in rec.events] if rec else []
+    if not events:
+        return out + "<p>No condition events (faults, injections, receipts) in this run.</p></section>"
+    rows = "".join(
+        f"<tr><td>{e(x.get('kind'))}</td><td>{e(x.get('ordinal') or '')}</td>"
+        f"<td>{e(x.get('tool') or '')}</td>"
+        f"<td><pre>{e(_json(x.get('detail') or {}))}</pre></td></tr>"
+        for x in events
+    )
+    return out + (
+        '<table class="grid"><thead><tr><th>kind</th><th>call</th><th>tool</th><th>detail</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></section>"
+    )
