@@ -9,6 +9,12 @@ disable them. The meta schema is not part of the sandbox schema, so it is never 
 The trigger function is SECURITY DEFINER, so a tool call's restricted role (sandbox/roles.py) is tracked
 without any privilege on `agentrel_meta`: it can neither read nor clear what was recorded. Its
 search_path is pinned, as a definer function's must be.
+
+Commit evidence for the fault path (harness/faults/): `note_call(call_id, boot_id, tool)` is called by
+the tool server inside a tool call's own transaction, so a row in `call_commits` exists exactly when
+that call's writes committed. It too is SECURITY DEFINER: the run's role may execute it (schema USAGE
+lets it name the function) but holds no privilege on the table, so it can neither read nor forge or
+delete evidence except by really committing a call. The table is in the meta schema: never dumped.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from psycopg import sql
 
 from sandbox.schema import sorted_tables
 
-VERSION = "2"  # part of the seed template key: templates without these triggers are rebuilt
+VERSION = "3"  # part of the seed template key: templates without these triggers are rebuilt
 SCHEMA = "agentrel_meta"
 
 _SETUP = f"""
@@ -30,6 +36,22 @@ BEGIN
     INSERT INTO {SCHEMA}.touched VALUES (TG_TABLE_NAME) ON CONFLICT DO NOTHING;
     RETURN NULL;
 END $$;
+CREATE TABLE {SCHEMA}.call_commits (
+    call_id text PRIMARY KEY,
+    boot_id text NOT NULL,
+    tool text NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE FUNCTION {SCHEMA}.note_call(p_call_id text, p_boot_id text, p_tool text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- A repeated call id (a client that resent the same attempt) keeps the first commit's row.
+    INSERT INTO {SCHEMA}.call_commits (call_id, boot_id, tool) VALUES (p_call_id, p_boot_id, p_tool)
+    ON CONFLICT DO NOTHING;
+END $$;
+-- Naming the function needs USAGE on its schema; the tables in it grant nothing to PUBLIC, and the
+-- trigger function refuses to be called directly, so USAGE exposes only note_call.
+GRANT USAGE ON SCHEMA {SCHEMA} TO PUBLIC;
 """
 
 
@@ -48,6 +70,18 @@ def install(conn: psycopg.Connection) -> None:
 def reset(conn: psycopg.Connection) -> None:
     """Forget what was written so far (a template's own fixture writes are not a run's)."""
     conn.execute(sql.SQL("TRUNCATE {}.touched").format(sql.Identifier(SCHEMA)))
+
+
+def committed_calls(conn: psycopg.Connection, call_ids: list[str]) -> dict[str, str]:
+    """call id -> boot id of the server that committed it, for those of `call_ids` that committed
+    (read with the owner's connection: the run's role cannot read the table)."""
+    rows = conn.execute(
+        sql.SQL("SELECT call_id, boot_id FROM {}.call_commits WHERE call_id = ANY(%s)").format(
+            sql.Identifier(SCHEMA)
+        ),
+        (call_ids,),
+    )
+    return {r[0]: r[1] for r in rows.fetchall()}
 
 
 def touched(conn: psycopg.Connection) -> set[str]:

@@ -29,7 +29,7 @@ async def replay(episode: Episode, script: Script, name: str, react: React | Non
 
 # (episode, tool, args, what it returned) -> the calls it made in answer
 React = Callable[[Episode, str, dict[str, Any], ToolResult], Awaitable[int]]
-TRANSIENT = ("timeout", "HTTP 500", "HTTP 429")
+TRANSIENT = ("timeout", "HTTP 500", "HTTP 429", "connection lost")
 
 
 def transient(result: ToolResult) -> bool:

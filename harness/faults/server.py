@@ -1,0 +1,219 @@
+"""The tool server process: one run's tools on its run database, over loopback HTTP/JSON.
+
+    AGENTREL_FAULTS_CONNINFO=... python -m harness.faults.server --tools get_case,issue_refund \\
+        --acting-user-id 8 [--port 0] [--allow-hold]
+
+The conninfo comes from the environment, never argv: on an external server it carries the run role's
+password, and argv is readable by every user in the process list. Once listening, the server prints one
+line, `READY <port> <boot id> <pid>`, and then serves:
+
+- `POST /call {"tool", "args", "call_id"}`: the tool through an ordinary `ToolBox` (the same argument
+  checks, one transaction per call, errors as results), with the call id written by
+  `agentrel_meta.note_call` as the last statement of the tool's own transaction: the row exists exactly
+  when the call committed (the commit evidence a lost-response witness reads).
+- `GET /health`: a probe (partition witnesses), answered even while a call runs.
+- `POST /hold {"seconds"}` (only with `--allow-hold`, which the fault harness alone passes): the next
+  call holds its transaction open that long after its writes and its evidence, before COMMIT, so a
+  SIGKILL lands on a call that is really in flight.
+
+Every answer carries the server's `boot_id` (random per process) and `pid`: a restart witness compares
+them across the restart. SIGTERM stops it cleanly (connections closed, exit 0); with `--parent-pipe`
+(the launcher passes it) it also stops when its stdin closes, so it never outlives the harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import sys
+import threading
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from harness.faults import wire
+from sandbox.tools import ToolBox, ToolResult, all_tools
+from sandbox.tools.base import Tool, ToolContext
+
+CONNINFO_ENV = "AGENTREL_FAULTS_CONNINFO"
+MAX_HOLD_S = 10.0
+APP_PREFIX = "agentrel-faults-"  # application_name of the server's Postgres session, + its boot id
+
+
+@dataclass
+class _Current:
+    """The call being served: one at a time (the server's lock), read by the wrapped tool handlers."""
+
+    call_id: str = ""
+    hold_s: float = 0.0
+
+
+def evidenced(tools: dict[str, Tool], boot_id: str, current: _Current) -> dict[str, Tool]:
+    """The same tools, each writing its call id after its own work inside the same transaction.
+
+    The evidence is written after the handler, so a call whose handler raised (a tool error, a constraint
+    violation: rolled back) leaves none; the hold comes after the evidence, so a kill during it leaves
+    evidence written but uncommitted, which Postgres then discards with the rest of the call."""
+
+    def wrap(tool: Tool) -> Tool:
+        inner = tool.handler
+
+        def handler(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            result = inner(ctx, args)
+            ctx.conn.execute(
+                "SELECT agentrel_meta.note_call(%s, %s, %s)", (current.call_id, boot_id, tool.name)
+            )
+            if current.hold_s > 0:
+                ctx.conn.execute("SELECT pg_sleep(%s)", (current.hold_s,))
+            return result
+
+        return replace(tool, handler=handler)
+
+    return {name: wrap(tool) for name, tool in tools.items()}
+
+
+def server_conninfo(conninfo: str, boot_id: str) -> str:
+    """The run role's conninfo, named by boot id (so a kill witness finds this server's backend in
+    pg_stat_activity), with a client liveness check: a backend whose client was SIGKILLed mid-call then
+    ends within ~100 ms instead of sleeping out its hold."""
+    params = conninfo_to_dict(conninfo)
+    options = f"{params.get('options', '')} -c client_connection_check_interval=100".strip()
+    return make_conninfo(conninfo, application_name=f"{APP_PREFIX}{boot_id}", options=options)
+
+
+class ToolServer:
+    def __init__(self, box: ToolBox, boot_id: str, current: _Current, allow_hold: bool) -> None:
+        self.box = box
+        self.boot_id = boot_id
+        self.current = current
+        self.allow_hold = allow_hold
+        self.armed_hold_s = 0.0
+        self._lock = asyncio.Lock()  # one Postgres connection: calls reach it one at a time
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    def stamp(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"boot_id": self.boot_id, "pid": os.getpid(), **payload}
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    message = await wire.read_message(reader)
+                except (wire.FramingError, ConnectionError):
+                    return
+                if message is None:
+                    return
+                status, payload = await self.answer(message)
+                writer.write(wire.encode(wire.response(status, self.stamp(payload))))
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            # Cancelled at shutdown (SIGTERM while a call ran): the call's transaction ends with the
+            # connection; swallowing the cancel keeps Python 3.11's stream callback from logging it.
+            return
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def answer(self, message: wire.Message) -> tuple[int, dict[str, Any]]:
+        method, _, rest = message.start.partition(" ")
+        path = rest.split(" ", 1)[0]
+        if (method, path) == ("GET", "/health"):
+            return 200, {"ok": True}
+        try:
+            body = message.json()
+        except (ValueError, UnicodeDecodeError):
+            return 400, {"error": "the request body is not JSON"}
+        if (method, path) == ("POST", "/hold") and self.allow_hold and isinstance(body, dict):
+            self.armed_hold_s = min(float(body.get("seconds", 0.0)), MAX_HOLD_S)
+            return 200, {"ok": True, "hold_s": self.armed_hold_s}
+        if (method, path) == ("POST", "/call") and isinstance(body, dict):
+            return 200, await self.call(body)
+        return 404, {"error": f"no such endpoint {method} {path}"}
+
+    async def call(self, body: dict[str, Any]) -> dict[str, Any]:
+        call_id, tool = body.get("call_id"), body.get("tool")
+        if not isinstance(call_id, str) or not call_id or not isinstance(tool, str):
+            return {"call_id": call_id, "ok": False, "content": {"error": "a call needs call_id and tool"}}
+        async with self._lock:
+            self.current.call_id, self.current.hold_s = call_id, self.armed_hold_s
+            self.armed_hold_s = 0.0
+            try:
+                result = await asyncio.to_thread(self.box.call, tool, body.get("args"))
+            except Exception as exc:
+                # As the in-process session answers it (harness/session.py): an argument no tool can take
+                # is the agent's own, answered as a tool error.
+                error = f"tool call failed: {type(exc).__name__}: {exc}"[:300]
+                result = ToolResult(False, {"error": error})
+        return {"call_id": call_id, "ok": result.ok, "content": result.content, "raw": result.raw}
+
+    def close_connections(self) -> None:
+        for writer in list(self._writers):
+            writer.close()
+
+
+async def run(args: argparse.Namespace) -> None:
+    conninfo = os.environ.get(CONNINFO_ENV) or args.conninfo
+    if not conninfo:
+        sys.exit(f"agentrel: error: set {CONNINFO_ENV} to the run database's tool conninfo")
+    boot_id = secrets.token_hex(8)
+    known = all_tools()
+    names = [n for n in args.tools.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        sys.exit(f"agentrel: error: --tools: unknown tool(s) {', '.join(unknown)}")
+    current = _Current()
+    tools = evidenced({n: known[n] for n in names}, boot_id, current)
+    box = ToolBox(server_conninfo(conninfo, boot_id), tools, args.acting_user_id, args.call_timeout_s)
+    app = ToolServer(box, boot_id, current, args.allow_hold)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    if args.parent_pipe:
+        # The harness holds the other end of stdin: if it dies (even by SIGKILL) the pipe closes and this
+        # server stops, so a crashed audit leaves no tool server behind.
+        def watch() -> None:
+            # os.read, not sys.stdin: a buffered reader's lock held by a daemon thread aborts shutdown.
+            while os.read(0, 4096):
+                pass
+            loop.call_soon_threadsafe(stop.set)
+
+        threading.Thread(target=watch, daemon=True).start()
+    # Fail fast with one line on a conninfo that cannot connect, before READY is reported.
+    try:
+        psycopg.connect(server_conninfo(conninfo, boot_id), connect_timeout=10).close()
+    except psycopg.Error as exc:
+        sys.exit(f"agentrel: error: the tool server cannot reach its run database: {exc}".splitlines()[0])
+    server = await asyncio.start_server(app.serve, "127.0.0.1", args.port)
+    port = server.sockets[0].getsockname()[1]
+    print(f"READY {port} {boot_id} {os.getpid()}", flush=True)
+    await stop.wait()
+    server.close()
+    app.close_connections()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(server.wait_closed(), 2.0)
+    # A call still running finishes or is rolled back with its connection; evidence stays exact.
+    await asyncio.to_thread(box.close)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m harness.faults.server", description=__doc__)
+    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free one)")
+    parser.add_argument("--tools", required=True, help="comma list of the run's tools")
+    parser.add_argument("--acting-user-id", type=int, required=True)
+    parser.add_argument("--call-timeout-s", type=float, default=30.0)
+    parser.add_argument("--allow-hold", action="store_true", help="accept POST /hold (fault harness only)")
+    parser.add_argument("--parent-pipe", action="store_true", help="stop when stdin reaches its end")
+    parser.add_argument("--conninfo", help=f"discouraged (visible in ps): prefer {CONNINFO_ENV}")
+    asyncio.run(run(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()
