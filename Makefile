@@ -10,18 +10,29 @@ CONCURRENCY ?= 4
 CONDITIONS ?= clean
 RESULTS ?=
 
-.PHONY: setup test lint format audit bench clean
+.PHONY: setup test lint format audit bench clean test-docker
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -q -e '.[dev,mcp]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,view]'
 	@touch $(STAMP)
 
 setup: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The docker backend on a real engine (started here when none runs) and the image built offline.
+test-docker: $(STAMP)
+	tests/docker/run.sh
+
+# The view in headless Debian Chromium through Playwright (apt-get install chromium; pip install
+# playwright; no browser download). Kept out of `make test` by the --ignore in pyproject's addopts.
+.PHONY: test-browser
+test-browser: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[browser]'
+	$(BIN)/python -m pytest tests/browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

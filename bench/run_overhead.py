@@ -8,12 +8,17 @@ naive path:    CREATE DATABASE (empty) + schema + the seed loaded from a plain S
                a full dump + DROP,
                on the same storage (the RAM-backed run tablespace when there is one).
 
+docker path:   the template path again, on the docker backend (AGENTREL_DOCKER_IMAGE, the image
+               `agentrel sandbox image build` printed): the same clone inside the same Postgres, reached
+               through the socket in the container's bind mount. Without that variable it prints `-`.
+
 Runs on the user's own sandbox (AGENTREL_HOME or .agentrel/), the overhead a user really gets.
-Last line: per_run_ms=<template> naive_ms=<naive> ratio=<naive/template>
+Last line: per_run_ms=<template> naive_ms=<naive> ratio=<naive/template> docker_per_run_ms=<docker>
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -29,6 +34,7 @@ from sandbox.dump import dump_database, dump_run
 from sandbox.sandbox import Sandbox
 from sandbox.schema import ddl, sorted_tables
 from sandbox.seed import generate
+from sandbox.servers import SandboxError, Server
 from sandbox.servers.local import LocalCluster
 
 RUNS = 20
@@ -81,8 +87,8 @@ def naive_run(sb: Sandbox, name: str, script: str) -> None:
         sb.dbs.drop(name)
 
 
-def main() -> None:
-    server = LocalCluster()
+def template_path(server: Server) -> tuple[Sandbox, dict[str, list[float]], list[float]]:
+    """RUNS runs of clone + writes + post-run dump + drop; per part and per run, in milliseconds."""
     server.ensure_running()
     sb = Sandbox(server)
     tpl = sb.seed_template()
@@ -101,7 +107,30 @@ def main() -> None:
         t3 = time.perf_counter()
         for part, seconds in zip(parts, (clone, t2 - t1, t3 - t2), strict=True):
             parts[part].append(seconds * 1000)
-    template_ms = [sum(p) for p in zip(*parts.values(), strict=True)]
+    return sb, parts, [sum(p) for p in zip(*parts.values(), strict=True)]
+
+
+def docker_path() -> tuple[str, str]:
+    """(median per-run ms, a line about it), or ('-', why not) when the docker backend is unavailable."""
+    image = os.environ.get("AGENTREL_DOCKER_IMAGE")
+    if not image:
+        return "-", "docker path: not measured (set AGENTREL_DOCKER_IMAGE to a built image)"
+    from sandbox.servers.docker import DockerServer
+
+    try:
+        _, parts, runs = template_path(DockerServer(image))
+    except SandboxError as exc:
+        return "-", f"docker path: not measured ({exc})"
+    breakdown = ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in parts.items())
+    median = statistics.median(runs)
+    return f"{median:.1f}", f"docker path: median {median:.1f} ms over {RUNS} runs ({breakdown} ms)"
+
+
+def main() -> None:
+    server = LocalCluster()
+    sb, parts, template_ms = template_path(server)
+    tpl = sb.seed_template()
+    docker_ms, docker_line = docker_path()
 
     script = seed_sql()
     naive_ms = []
@@ -115,7 +144,11 @@ def main() -> None:
     print(f"data directory: {server.datadir}; {tpl.name}, {sb.dbs.template_state(tpl).row_count()} rows")
     print(f"template path: median {per_run:.1f} ms over {RUNS} runs ({breakdown} ms)")
     print(f"naive path: median {naive_median:.1f} ms over {NAIVE_RUNS} runs")
-    print(f"per_run_ms={per_run:.1f} naive_ms={naive_median:.1f} ratio={naive_median / per_run:.1f}")
+    print(docker_line)
+    print(
+        f"per_run_ms={per_run:.1f} naive_ms={naive_median:.1f} ratio={naive_median / per_run:.1f} "
+        f"docker_per_run_ms={docker_ms}"
+    )
 
 
 if __name__ == "__main__":

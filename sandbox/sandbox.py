@@ -36,10 +36,15 @@ class Sandbox:
 
     @classmethod
     def open(
-        cls, dsn: str | None = None, backend: str | None = None, seed: str = DEFAULT_SEED, scale: int = 1
+        cls,
+        dsn: str | None = None,
+        backend: str | None = None,
+        seed: str = DEFAULT_SEED,
+        scale: int = 1,
+        image: str | None = None,
     ) -> Sandbox:
         """Resolve the backend, start it if needed, and drop run databases orphaned by earlier crashes."""
-        sandbox = cls(resolve_server(dsn, backend), seed=seed, scale=scale)
+        sandbox = cls(resolve_server(dsn, backend, image), seed=seed, scale=scale)
         sandbox.server.ensure_running()
         sandbox.dbs.drop_orphans()
         return sandbox
@@ -48,7 +53,12 @@ class Sandbox:
         return self.dbs.seed_template(self.seed, self.scale)
 
     def version(self) -> str:
-        return server_version(self.server)
+        """The server's `version()`, and on the docker backend the image's content id after it: the
+        manifest records this string, so a different image is a different protocol (no resume across
+        images, no silent pooling of their runs)."""
+        version = server_version(self.server)
+        image = getattr(self.server, "image_id", None)
+        return f"{version}; image {image}" if image else version
 
     def status(self) -> SandboxStatus:
         info = self.server.info()

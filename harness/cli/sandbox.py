@@ -17,7 +17,21 @@ from harness.errors import EnvironmentFailure, UsageError, UserError
 from sandbox.seed import DEFAULT_SEED
 
 app = typer.Typer(help="Start, inspect, reset and dump the Postgres sandbox.", no_args_is_help=True)
+image_app = typer.Typer(
+    help="The docker backend's image, built offline from Debian packages.", no_args_is_help=True
+)
+app.add_typer(image_app, name="image")
 out = Console()
+
+Image = Annotated[
+    str | None,
+    typer.Option(
+        "--image",
+        envvar="AGENTREL_DOCKER_IMAGE",
+        help="Docker backend image, pinned: sha256:<id> or name:tag@sha256:<digest>.",
+        rich_help_panel="Sandbox",
+    ),
+]
 
 
 @contextmanager
@@ -31,24 +45,28 @@ def sandbox_errors() -> Iterator[None]:
         raise EnvironmentFailure(str(exc)) from None
 
 
-def _open(dsn: str | None, backend: str | None, seed: str = DEFAULT_SEED, scale: int = 1):
+def _open(
+    dsn: str | None, backend: str | None, seed: str = DEFAULT_SEED, scale: int = 1, image: str | None = None
+):
     from sandbox.sandbox import Sandbox
 
-    return Sandbox.open(dsn, backend, seed=seed, scale=scale)
+    return Sandbox.open(dsn, backend, seed=seed, scale=scale, image=image)
 
 
 @app.command()
-def up(dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1) -> None:
+def up(
+    dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1, image: Image = None
+) -> None:
     """Start the server (if needed) and build the seed template."""
     with sandbox_errors(), out.status("building the seed template"):
-        sb = _open(dsn, backend, seed, scale)
+        sb = _open(dsn, backend, seed, scale, image)
         tpl = sb.seed_template()
     out.print(f"sandbox up: {sb.server.name} server, seed template {tpl.name}")
     out.print(f"seed digest {tpl.digest}")
 
 
 @app.command()
-def status(dsn: Dsn = None, backend: Backend = None) -> None:
+def status(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
     """Show the backend, its location and version, the seed digest and the databases.
 
     Exits 3 when the server is not running (as `pg_ctl status` does), after printing the table."""
@@ -56,7 +74,7 @@ def status(dsn: Dsn = None, backend: Backend = None) -> None:
     from sandbox.servers import resolve_server
 
     with sandbox_errors():
-        st = Sandbox(resolve_server(dsn, backend)).status()
+        st = Sandbox(resolve_server(dsn, backend, image)).status()
     table = Table.grid(padding=(0, 2))
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")
@@ -75,12 +93,12 @@ def status(dsn: Dsn = None, backend: Backend = None) -> None:
 
 
 @app.command()
-def down(dsn: Dsn = None, backend: Backend = None) -> None:
+def down(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
     """Stop the server (the local cluster or the docker container; never an external server)."""
     from sandbox.servers import resolve_server
 
     with sandbox_errors():
-        resolve_server(dsn, backend).stop()
+        resolve_server(dsn, backend, image).stop()
     out.print("sandbox down")
 
 
@@ -97,18 +115,20 @@ def destroy(backend: Backend = None) -> None:
 
 
 @app.command()
-def reset(dsn: Dsn = None, backend: Backend = None) -> None:
+def reset(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
     """Drop every AgentRel database (templates and runs) and the dump cache; they are rebuilt on next use."""
     with sandbox_errors():
-        dropped = _open(dsn, backend).reset()
+        dropped = _open(dsn, backend, image=image).reset()
     out.print(f"dropped {len(dropped)} database(s)")
 
 
 @app.command()
-def digest(dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1) -> None:
+def digest(
+    dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1, image: Image = None
+) -> None:
     """Print the seed digest: SHA-256 of the full-state dump of the seeded database."""
     with sandbox_errors():
-        tpl = _open(dsn, backend, seed, scale).seed_template()
+        tpl = _open(dsn, backend, seed, scale, image).seed_template()
     typer.echo(tpl.digest)
 
 
@@ -118,12 +138,13 @@ def dump(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the gzipped JSONL dump.")],
     dsn: Dsn = None,
     backend: Backend = None,
+    image: Image = None,
 ) -> None:
     """Write a full-state dump of DBNAME; print its digest."""
     from sandbox.dump import dump_database
 
     with sandbox_errors():
-        sb = _open(dsn, backend)
+        sb = _open(dsn, backend, image=image)
         if not sb.dbs.exists(dbname):
             raise UserError(
                 f"no database named {dbname!r} on the {sb.server.name} server; "
@@ -135,6 +156,27 @@ def dump(
     except OSError as exc:
         raise UserError(f"cannot write {output}: {exc.strerror}") from None
     out.print(f"wrote {output} ({state.row_count()} rows) digest {digest_}")
+
+
+@image_app.command("build")
+def image_build(
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Build even when the engine has this build already.")
+    ] = False,
+) -> None:
+    """Build the sandbox image offline: debootstrap of the host's release with its Postgres, loaded into
+    the local Docker engine. Prints the image's content id (sha256:…), for --image / AGENTREL_DOCKER_IMAGE."""
+    from sandbox.image.build import build
+
+    err = Console(stderr=True)
+    with sandbox_errors(), err.status("building the sandbox image (debootstrap: minutes the first time)"):
+        built = build(rebuild=rebuild)
+    how = "cached" if built.cached else "built"
+    err.print(
+        f"{how} {built.tag}: postgresql {built.postgres}, packages {built.packages_digest[:12]}",
+        soft_wrap=True,
+    )
+    typer.echo(built.image_id)  # alone on stdout, for AGENTREL_DOCKER_IMAGE=$(agentrel sandbox image build)
 
 
 def register(root: typer.Typer) -> None:

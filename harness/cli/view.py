@@ -23,9 +23,7 @@ def view_command(
         from harness.view.app import bind, create_app, serve
     except ModuleNotFoundError as exc:
         # starlette and uvicorn come with the mcp extra, which `make setup` installs.
-        raise EnvironmentFailure(
-            f"agentrel view needs {exc.name}: pip install 'agentrel[view]'"
-        ) from None
+        raise EnvironmentFailure(f"agentrel view needs {exc.name}: pip install 'agentrel[view]'") from None
     from harness.view.index import ResultsIndex
 
     ResultsIndex(results).check()  # a wrong path ends here, in one line, before any server starts

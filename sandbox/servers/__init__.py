@@ -11,8 +11,10 @@ BACKENDS = ("local", "external", "docker")
 __all__ = ["BACKENDS", "SandboxError", "Server", "ServerInfo", "resolve_server", "server_version"]
 
 
-def resolve_server(dsn: str | None = None, backend: str | None = None) -> Server:
-    """Pick the backend: a DSN (given or AGENTREL_DSN) wins, else AGENTREL_BACKEND, else local."""
+def resolve_server(dsn: str | None = None, backend: str | None = None, image: str | None = None) -> Server:
+    """Pick the backend: a DSN (given or AGENTREL_DSN) wins, else AGENTREL_BACKEND, else local.
+
+    `image` (else AGENTREL_DOCKER_IMAGE) is the docker backend's image, pinned by digest."""
     dsn = dsn or os.environ.get("AGENTREL_DSN")
     backend = backend or os.environ.get("AGENTREL_BACKEND") or ("external" if dsn else "local")
     if backend == "external":
@@ -26,7 +28,7 @@ def resolve_server(dsn: str | None = None, backend: str | None = None) -> Server
     if backend == "docker":
         from sandbox.servers.docker import IMAGE, DockerServer
 
-        return DockerServer(os.environ.get("AGENTREL_DOCKER_IMAGE") or IMAGE)
+        return DockerServer(image or os.environ.get("AGENTREL_DOCKER_IMAGE") or IMAGE)
     if backend == "local":
         from sandbox.servers.local import LocalCluster
 
