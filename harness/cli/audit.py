@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.cli.errors import ExitCode
-from harness.cli.options import Backend, Dsn
+from harness.cli.options import Backend, Dsn, Image
 from harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ def audit(
     ] = True,
     dsn: Dsn = None,
     backend: Backend = None,
+    image: Image = None,
 ) -> None:
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
@@ -86,7 +87,7 @@ def audit(
     results = results or default_results_dir(models, k, patterns)
     try:
         with sandbox_errors():
-            sb = Sandbox.open(dsn, backend)
+            sb = Sandbox.open(dsn, backend, image=image)
             outcome = run_audit(
                 models=models,
                 k=k,

@@ -37,3 +37,12 @@ Seed = Annotated[
     str,
     typer.Option("--seed", help="Seed of the deterministic data generator.", rich_help_panel="Sandbox"),
 ]
+Image = Annotated[
+    str | None,
+    typer.Option(
+        "--image",
+        envvar="AGENTREL_DOCKER_IMAGE",
+        help="Docker backend image, pinned: sha256:<id> or name:tag@sha256:<digest>.",
+        rich_help_panel="Sandbox",
+    ),
+]

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.cli.errors import ExitCode
-from harness.cli.options import Backend, Dsn, Scale, Seed
+from harness.cli.options import Backend, Dsn, Image, Scale, Seed
 from harness.errors import EnvironmentFailure, UsageError, UserError
 from sandbox.seed import DEFAULT_SEED
 
@@ -22,16 +22,6 @@ image_app = typer.Typer(
 )
 app.add_typer(image_app, name="image")
 out = Console()
-
-Image = Annotated[
-    str | None,
-    typer.Option(
-        "--image",
-        envvar="AGENTREL_DOCKER_IMAGE",
-        help="Docker backend image, pinned: sha256:<id> or name:tag@sha256:<digest>.",
-        rich_help_panel="Sandbox",
-    ),
-]
 
 
 @contextmanager
