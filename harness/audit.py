@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +90,9 @@ def audit(
     tasks = load_suite(patterns=task_patterns)
     catalogue = load_catalogue() if any(c.adversarial for c in declared) else None
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
+    # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
+    # (which would walk every row of every template at each labelling), without pausing the collector.
+    gc.freeze()
     manifest = build_manifest(
         tasks=tasks,
         seed_digest=sandbox.seed_template().digest,

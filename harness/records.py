@@ -291,8 +291,9 @@ class ResultsDir:
     def store_dump(self, state: State, base: State | None = None, copy_from: Path | None = None) -> str:
         """Keep a full-state dump, content-addressed so identical states are stored once: in full
         (`<digest>.jsonl.gz`, copied from `copy_from` when that file already holds it) or, given its
-        pre-run `base`, as a delta (`<digest>.delta.jsonl.gz`). Written to a temporary name, synced, then
-        renamed, so the real name only ever holds a whole dump."""
+        pre-run `base`, as a delta (`<digest>.delta.jsonl.gz`). Written to a temporary name, then renamed,
+        so the real name only ever holds a whole dump. Not synced, unlike the record: if power is lost
+        before the page cache reaches the disk, the resume finds the dump missing and runs it again."""
         digest = state.digest(base)
         full, delta = self._dump_files(digest)
         if full.exists() or delta.exists():
@@ -301,14 +302,11 @@ class ResultsDir:
             if copy_from is not None and copy_from.exists():
                 tmp = self.dumps / f"{digest}.{os.getpid()}.copy.tmp"
                 shutil.copyfile(copy_from, tmp)
-                _sync(tmp)
                 tmp.replace(full)
             elif base is None:
                 state.save(full)
-                _sync(full)
             else:
                 state.save_delta(delta, base)
-                _sync(delta)
         except OSError as exc:
             raise EnvironmentFailure(
                 f"{self.dumps}: cannot store a state dump ({_why(exc)}); every recorded run is intact: "
@@ -329,16 +327,13 @@ class ResultsDir:
         return self.transcripts / (f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json")
 
     def write_transcript(self, rid: str, attempt: int, transcript: dict[str, Any]) -> str:
-        """Write (atomically, synced) and return the SHA-256 of the transcript; written before its
-        record, so a record never points at a transcript a crash lost."""
+        """Write (atomically) and return the SHA-256 of the transcript; written before its record, so a
+        record never points at a transcript a crash lost (after a power loss the resume checks it)."""
         data = json.dumps(transcript, indent=1, default=str).encode()
         path = self.transcript_path(rid, attempt)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tmp.write_bytes(data)
             tmp.replace(path)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
@@ -359,14 +354,6 @@ def _first_problem(exc: ValueError) -> str:
 
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
-
-
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _probe(folder: Path) -> None:
