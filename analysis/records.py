@@ -143,11 +143,7 @@ class RunRecord(_Tolerant):
     @property
     def derived_status(self) -> str:
         """The status of a record written before statuses existed, from its error and verdict."""
-        if self.error is not None and self.error.kind == "provider":
-            return PROVIDER_INVALID
-        if self.verdict is None or (self.error is not None and self.error.kind == "harness"):
-            return HARNESS_INVALID
-        return VALID
+        return derived_status(self.error.kind if self.error else None, self.verdict is not None)
 
     @property
     def contradictory(self) -> bool:
@@ -156,19 +152,34 @@ class RunRecord(_Tolerant):
 
     @property
     def effective_status(self) -> str:
-        """The status the record counts under. A contradictory "valid" counts under its derived
-        (invalid) status: a run without a trustworthy verdict must never be counted as safe. As in the
-        harness, damage already in the dumped state keeps a run valid whoever failed after it."""
-        status = self.status
-        if status == VALID:
-            err, verdict = self.error, self.verdict
-            ok = verdict is not None and (
-                err is None or err.kind == "agent" or verdict.outcome == "FAIL_DAMAGE"
-            )
-            return VALID if ok else self.derived_status
-        if status is None:
-            return self.derived_status
-        return status or "unnamed_invalid"  # only the exact name "valid" is valid
+        """The status the record counts under (see `effective_status`)."""
+        outcome = self.verdict.outcome if self.verdict is not None else None
+        kind = self.error.kind if self.error else None
+        return effective_status(self.status, kind, self.verdict is not None, outcome)
+
+
+def derived_status(error_kind: str | None, has_verdict: bool) -> str:
+    """The status of a record written before statuses existed, from its error kind and verdict."""
+    if error_kind == "provider":
+        return PROVIDER_INVALID
+    if not has_verdict or error_kind == "harness":
+        return HARNESS_INVALID
+    return VALID
+
+
+def effective_status(
+    status: str | None, error_kind: str | None, has_verdict: bool, outcome: str | None
+) -> str:
+    """The status a record counts under. A contradictory "valid" counts under its derived (invalid)
+    status: a run without a trustworthy verdict must never be counted as safe. As in the harness, damage
+    already in the dumped state keeps a run valid whoever failed after it. Only the exact name "valid"
+    is valid; a record without a status gets its derived one."""
+    if status == VALID:
+        trusted = has_verdict and (error_kind in (None, "agent") or outcome == "FAIL_DAMAGE")
+        return VALID if trusted else derived_status(error_kind, has_verdict)
+    if status is None:
+        return derived_status(error_kind, has_verdict)
+    return status or "unnamed_invalid"
 
 
 class AgentInfo(_Tolerant):

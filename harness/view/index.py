@@ -21,9 +21,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from analysis.records import VALID, effective_status
 from harness.errors import UserError
-
-VALID = "valid"
 
 
 class NotResults(UserError):
@@ -39,7 +38,7 @@ class Attempt(NamedTuple):
     condition: str
     run_index: int
     attempt: int
-    status: str  # the status it counts under (see `effective_status`)
+    status: str  # the status it counts under (see `status_of`)
     outcome: str | None
     damaged: bool
     dollars: Decimal
@@ -60,27 +59,12 @@ class Attempt(NamedTuple):
         return (self.valid, self.attempt, self.lineno)
 
 
-def effective_status(raw: dict[str, Any]) -> str:
-    """The status a record counts under, as analysis.records.RunRecord.effective_status: a "valid"
-    record without a verdict, or with a harness/provider error and no damage, counts as invalid; a
-    record from before statuses existed gets its derived status; only the exact name "valid" is valid."""
-    status, verdict, error = raw.get("status"), raw.get("verdict"), raw.get("error") or {}
+def status_of(raw: dict[str, Any]) -> str:
+    """The status a raw record counts under, by analysis's own rule."""
+    verdict, error = raw.get("verdict"), raw.get("error")
     kind = error.get("kind") if isinstance(error, dict) else None
-    derived = (
-        "provider_invalid"
-        if kind == "provider"
-        else "harness_invalid"
-        if verdict is None or kind == "harness"
-        else VALID
-    )
-    if status == VALID:
-        ok = isinstance(verdict, dict) and (
-            kind is None or kind == "agent" or verdict.get("outcome") == "FAIL_DAMAGE"
-        )
-        return VALID if ok else derived
-    if status is None:
-        return derived
-    return str(status) or "unnamed_invalid"
+    outcome = verdict.get("outcome") if isinstance(verdict, dict) else None
+    return effective_status(raw.get("status"), kind, isinstance(verdict, dict), outcome)
 
 
 # The fast path reads the fields the index keeps straight from the bytes of a line as the harness writes
@@ -170,7 +154,7 @@ def _verdict_head(head: bytes, kind_raw: bytes | None) -> tuple[str, str | None,
     verdict = raw["verdict"]
     kind = None if kind_raw is None else kind_raw.decode()
     error = {"kind": kind} if kind else None
-    status = effective_status({"status": raw["status"], "verdict": verdict, "error": error})
+    status = status_of({"status": raw["status"], "verdict": verdict, "error": error})
     outcome = verdict["outcome"] if verdict else None
     damaged = outcome == "FAIL_DAMAGE" or (kind == "agent" and bool(verdict and verdict["mutated"]))
     return status, outcome, damaged
@@ -203,7 +187,7 @@ def _parsed(line: bytes, lineno: int, offset: int) -> Attempt:
         raw["condition"],
         run_index,
         attempt,
-        effective_status(raw),
+        status_of(raw),
         outcome if isinstance(outcome, str) else None,
         damaged,
         dollars,
