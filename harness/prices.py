@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import UserError
+from harness.yamlfile import field_problem, read_yaml
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.yaml")
 
@@ -19,17 +19,15 @@ class Price(BaseModel):
 
 def load_prices(path: Path | None = None) -> dict[str, Price]:
     path = path or DEFAULT_TABLE
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: cannot read the price table ({exc.__class__.__name__})") from None
+    raw = read_yaml(path) or {}
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: expected a mapping of model name to its prices")
     out = {}
     for name, entry in raw.items():
         try:
             out[str(name)] = Price.model_validate(entry)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            raise UserError(f"{path}: {name}.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            raise UserError(f"{path}: {field_problem(exc, within=str(name))}") from None
     return out
 
 

@@ -29,6 +29,7 @@ from dsl.api import Verdict
 from dsl.state import State, load, load_delta
 from harness.errors import EnvironmentFailure, UsageError, UserError
 from harness.pipeline import Event
+from harness.yamlfile import field_problem
 
 Status = Literal["valid", "provider_invalid", "harness_invalid"]
 
@@ -345,11 +346,7 @@ class ResultsDir:
 
 
 def _first_problem(exc: ValueError) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        return f"{where}: {err['msg']}" if where else str(err["msg"])
-    return type(exc).__name__
+    return field_problem(exc) if isinstance(exc, ValidationError) else type(exc).__name__
 
 
 def _why(exc: OSError) -> str:

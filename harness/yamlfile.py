@@ -53,6 +53,11 @@ def load_model(model: type[M], path: Path) -> M:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
-        raise UserError(f"{path}: field {field or '(top level)'}: {err['msg']}") from None
+        raise UserError(f"{path}: {field_problem(exc)}") from None
+
+
+def field_problem(exc: ValidationError, within: str = "") -> str:
+    """`field a.b[0]: what is wrong`, for the first problem pydantic found (under `within`, if given)."""
+    err = exc.errors()[0]
+    field = within + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+    return f"field {field.lstrip('.') or '(top level)'}: {err['msg']}"

@@ -442,6 +442,11 @@ CASES.update(
             BAD_INPUT,
             "p.yaml",
         ),
+        "prices a list": (
+            files(p__yaml="- openai/x\n")("audit", "--k", "1", "--tasks", TASK, "--prices", "{0}"),
+            BAD_INPUT,
+            "expected a mapping of model name",
+        ),
         "prices bad entry": (
             files(**{"p__yaml": "openai/x: {input_per_mtok: cheap}\n"})(
                 "audit", "--k", "1", "--tasks", TASK, "--prices", "{0}"
