@@ -125,12 +125,12 @@ def audit(
         ]
         for task_id in sorted(unattackable):
             say(f"task {task_id} cannot be attacked (no injected goal acts through its tools): left out")
-        lost = rd.lost_evidence()
+        attempts = rd.attempts()
+        lost = rd.lost_evidence(attempts)
         if lost:
             first, why = next(iter(lost.items()))
             say(f"{len(lost)} recorded run(s) lost their evidence and run again (first: {first}: {why})")
-        attempts = rd.attempts()
-        finished = rd.finished(max_attempts) - lost.keys()
+        finished = rd.finished(max_attempts, attempts) - lost.keys()
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
         ctx = AuditContext(
             sandbox,

@@ -97,6 +97,14 @@ class RunRecord(BaseModel):
         return self.status == "valid"
 
 
+Attempts = dict[str, list[RunRecord]]  # run id -> its attempts, in file order
+
+
+def decisive(attempts: list[RunRecord]) -> RunRecord:
+    """A run's latest valid attempt if it has one, else its latest."""
+    return next((r for r in reversed(attempts) if r.valid), attempts[-1])
+
+
 def run_id(model: str, task: str, condition: str, run_index: int) -> str:
     return f"{model.replace('/', '_')}__{task}__{condition}__{run_index:04d}"
 
@@ -170,14 +178,9 @@ class ResultsDir:
                 os.fsync(fh.fileno())
             self.torn_bytes = len(data) - cut
 
-    def records(self) -> list[RunRecord]:
+    def records(self, attempts: Attempts | None = None) -> list[RunRecord]:
         """The decisive attempt of every run: its latest valid attempt if it has one, else its latest."""
-        latest: dict[str, RunRecord] = {}
-        for rec in self._read():
-            kept = latest.get(rec.run_id)
-            if kept is None or rec.valid or not kept.valid:
-                latest[rec.run_id] = rec
-        return list(latest.values())
+        return [decisive(recs) for recs in (self.attempts() if attempts is None else attempts).values()]
 
     def _read(self) -> list[RunRecord]:
         if not self.runs.exists():
@@ -199,28 +202,28 @@ class ResultsDir:
                 out.append(rec)
         return out
 
-    def attempts(self) -> dict[str, list[RunRecord]]:
-        """Every attempt of every run, in file order."""
-        out: dict[str, list[RunRecord]] = {}
+    def attempts(self) -> Attempts:
+        """Every attempt of every run, in file order (one read of runs.jsonl; the methods below take it)."""
+        out: Attempts = {}
         for rec in self._read():
             out.setdefault(rec.run_id, []).append(rec)
         return out
 
-    def finished(self, max_attempts: int) -> set[str]:
+    def finished(self, max_attempts: int, attempts: Attempts | None = None) -> set[str]:
         """Runs that need no further attempt: one valid attempt, or the attempt cap reached."""
         return {
             rid
-            for rid, recs in self.attempts().items()
+            for rid, recs in (self.attempts() if attempts is None else attempts).items()
             if any(r.valid for r in recs) or len(recs) >= max_attempts
         }
 
-    def lost_evidence(self) -> dict[str, str]:
+    def lost_evidence(self, attempts: Attempts | None = None) -> dict[str, str]:
         """Valid runs whose evidence is gone (a dump or a transcript missing, torn or altered), with why.
 
         They must run again: a verdict without the state it was read from proves nothing."""
         problems: dict[str, str | None] = {}
         lost: dict[str, str] = {}
-        for rec in self.records():
+        for rec in self.records(attempts):
             if not rec.valid:
                 continue
             for digest in filter(None, (rec.before_digest, rec.after_digest)):
