@@ -16,12 +16,13 @@ from harness.conditions.layers import for_run
 from harness.conditions.model import resolve_condition
 from harness.episode import prepare
 from harness.errors import EnvironmentFailure, UsageError
+from harness.executors import LocalExecutor
 from harness.manifest import build_manifest, write_or_check
 from harness.matrix import expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
 from harness.records import ResultsDir, RunRecord
-from harness.runner import DEFAULT_MAX_ATTEMPTS, AuditContext, run_matrix
+from harness.runner import DEFAULT_MAX_ATTEMPTS, RunContext, run_matrix
 from harness.tasks import load_suite
 from sandbox.sandbox import Sandbox
 
@@ -132,21 +133,23 @@ def audit(
             say(f"{len(lost)} recorded run(s) lost their evidence and run again (first: {first}: {why})")
         finished = rd.finished(max_attempts, attempts) - lost.keys()
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
-        ctx = AuditContext(
+        ctx = RunContext(
             sandbox,
             prepared,
             agents,
-            rd,
             protocol,
             prices,
             max_steps,
-            max_attempts=max_attempts,
             conditions=lambda plan: for_run(
                 by_name[plan.condition], prepared[plan.task], plan.seed, catalogue
             ),
         )
         with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
-            new = asyncio.run(run_matrix(ctx, pending, concurrency, progress)) if pending else []
+            bases = {tid: p.before for tid, p in prepared.items()}
+            executor = LocalExecutor(ctx, concurrency)
+            new: list[RunRecord] = []
+            if pending:
+                new = asyncio.run(run_matrix(executor, rd, bases, pending, max_attempts, progress))
             rate = progress.runs_per_second
     finally:
         rd.close()

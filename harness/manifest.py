@@ -34,6 +34,7 @@ def build_manifest(
     max_steps: int,
     max_attempts: int,
     injections: str | None = None,
+    faults: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "format": "agentrel-manifest/1",
@@ -60,6 +61,8 @@ def build_manifest(
     }
     if injections is not None:  # the payload texts and goal specs an injecting condition draws from
         manifest["injection_catalogue_digest"] = injections
+    if faults is not None:  # the resolved fault schedule, identical for every agent of the audit
+        manifest["faults"] = faults
     return manifest
 
 

@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsl.api import RunFacts
+from dsl.state import State
 from harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
 from harness.conditions.layers import RunCondition
 from harness.episode import PreparedTask
@@ -32,24 +33,38 @@ from harness.session import Finished, RunSession
 from harness.status import Failure, run_status
 from sandbox.sandbox import Sandbox
 
+if TYPE_CHECKING:
+    from harness.executors import Executor
+
 DEFAULT_MAX_ATTEMPTS = 3
 
 
 @dataclass
-class AuditContext:
+class RunContext:
+    """What an executor slot needs to attempt runs: its sandbox, the prepared tasks, the agents."""
+
     sandbox: Sandbox
     prepared: dict[str, PreparedTask]
     agents: dict[str, Agent]
-    results: ResultsDir
     protocol_hash: str
     prices: dict[str, Price]
     max_steps: int = DEFAULT_MAX_STEPS
     run_timeout_s: float = 1800.0
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
     conditions: Callable[[RunPlan], RunCondition] = lambda plan: RunCondition()
 
 
-async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunRecord:
+@dataclass
+class Attempt:
+    """One attempt as an executor hands it back: the record (its dump and transcript digests not yet
+    filled in), the after-state and the transcript. Only the driver writes them, so an executor may run
+    anywhere (a local task, a Ray actor) and the results directory keeps one writer."""
+
+    record: RunRecord
+    after: State | None
+    transcript: dict[str, Any]
+
+
+async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     prepared = ctx.prepared[plan.task]
     agent = ctx.agents[plan.model]
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -84,10 +99,8 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
     injection = condition.injection
     if injection is not None and result is not None and (echo := injection.final_echo(result.final_message)):
         session.events.append(echo)
-    after_digest = None
     if finished is not None:
         timings.dump_s, timings.label_s = finished.dump_s, finished.label_s
-        after_digest = await asyncio.to_thread(ctx.results.store_dump, finished.after, prepared.before)
     failure: Failure | None = "harness" if harness_error else (result.failure if result else None)
     message = redact(harness_error or (result.error if result else None) or "") or None
     verdict = finished.verdict if finished else None
@@ -100,9 +113,6 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
         "tool_calls": [c.__dict__ for c in session.calls],
         "events": [e.model_dump(mode="json") for e in session.events],
     }
-    transcript_digest = await asyncio.to_thread(
-        ctx.results.write_transcript, plan.run_id, attempt, transcript
-    )
     timings.total_s = time.perf_counter() - t_start
     record = RunRecord(
         run_id=plan.run_id,
@@ -135,11 +145,19 @@ async def run_one(ctx: AuditContext, plan: RunPlan, attempt: int = 1) -> RunReco
         else 0.0,
         timings=timings,
         before_digest=prepared.template.digest,
-        after_digest=after_digest,
-        transcript_digest=transcript_digest,
         started_at=started,
     )
-    ctx.results.append(record)
+    return Attempt(record, finished.after if finished else None, transcript)
+
+
+def record_attempt(results: ResultsDir, base: State, attempt: Attempt) -> RunRecord:
+    """The driver's half: the dump (as a delta against `base`, the task's template state), then the
+    transcript, then the record that names both, appended last so it never points at a lost file."""
+    record = attempt.record
+    after_digest = results.store_dump(attempt.after, base) if attempt.after is not None else None
+    transcript_digest = results.write_transcript(record.run_id, record.attempt, attempt.transcript)
+    record = record.model_copy(update={"after_digest": after_digest, "transcript_digest": transcript_digest})
+    results.append(record)
     return record
 
 
@@ -164,12 +182,15 @@ async def _act(agent: Agent, episode: Episode, timeout_s: float) -> AgentResult:
 
 
 async def run_matrix(
-    ctx: AuditContext,
+    executor: Executor,
+    results: ResultsDir,
+    bases: dict[str, State],
     plans: list[tuple[RunPlan, int]],
-    concurrency: int,
+    max_attempts: int,
     progress: ProgressManager,
 ) -> list[RunRecord]:
-    """Attempt every (plan, first attempt number); an invalid attempt is queued again while under the cap."""
+    """Attempt every (plan, first attempt number) on the executor's slots and record each attempt here;
+    an invalid attempt is queued again while under the cap. `bases`: each task's template state."""
     queue: asyncio.Queue[tuple[RunPlan, int]] = asyncio.Queue()
     for item in plans:
         queue.put_nowait(item)
@@ -181,9 +202,10 @@ async def run_matrix(
                 plan, attempt = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            record = await run_one(ctx, plan, attempt)
+            outcome = await executor.attempt(plan, attempt)
+            record = await asyncio.to_thread(record_attempt, results, bases[plan.task], outcome)
             done.append(record)
-            retry = not record.valid and attempt < ctx.max_attempts
+            retry = not record.valid and attempt < max_attempts
             if retry:
                 queue.put_nowait((plan, attempt + 1))
             progress.attempted(
@@ -192,7 +214,7 @@ async def run_matrix(
                 retry=retry,
             )
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(plans))))]
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(executor.slots, len(plans))))]
     try:
         await _first_failure(workers)
     finally:

@@ -24,7 +24,7 @@ from harness.pipeline import Next, Pipeline, ToolCall, parse_arguments
 from harness.prices import load_prices
 from harness.prove import scripted_run
 from harness.records import ResultsDir
-from harness.runner import AuditContext, run_one
+from harness.runner import RunContext, execute, record_attempt
 from harness.session import RunSession
 from harness.tasks import load_suite
 from sandbox.tools import ToolResult
@@ -134,16 +134,16 @@ def test_one_layer_sees_the_same_calls_from_the_runner_prove_and_the_mcp_face(sa
     runner_layer = Recorder()
     results = ResultsDir(tmp_path / "r")
     results.open()
-    ctx = AuditContext(
+    ctx = RunContext(
         sandbox,
         {TASK: prepared},
         {"scripted/oracle": ScriptedAgent("oracle")},
-        results,
         "test-protocol",
         load_prices(None),
         conditions=lambda plan: RunCondition([runner_layer]),
     )
-    record = asyncio.run(run_one(ctx, RunPlan("scripted/oracle", TASK, "clean", 1)))
+    attempt = asyncio.run(execute(ctx, RunPlan("scripted/oracle", TASK, "clean", 1)))
+    record = record_attempt(results, prepared.before, attempt)
     assert record.status == "valid" and record.verdict.outcome == "PASS"
     assert [(e.kind, e.ordinal) for e in record.events] == [("seen", i) for i, _ in expected]
 

@@ -1,0 +1,28 @@
+"""Where attempts run. An executor takes (plan, attempt number) and hands back an `Attempt`; the driver
+(`harness.runner.run_matrix`) alone writes records, dumps and transcripts, whichever executor ran them.
+
+- `LocalExecutor`: this process, `slots` attempts at a time on this machine's sandbox.
+- `harness.executors.ray` (optional extra `agentrel[ray]`): Ray actors, each owning a sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from harness.matrix import RunPlan
+from harness.runner import Attempt, RunContext, execute
+
+
+class Executor(Protocol):
+    slots: int  # how many attempts may be in flight at once
+
+    async def attempt(self, plan: RunPlan, attempt: int) -> Attempt: ...
+
+
+class LocalExecutor:
+    def __init__(self, ctx: RunContext, slots: int) -> None:
+        self.ctx = ctx
+        self.slots = slots
+
+    async def attempt(self, plan: RunPlan, attempt: int) -> Attempt:
+        return await execute(self.ctx, plan, attempt)
