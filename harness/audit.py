@@ -8,21 +8,22 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from harness.agents import ConfigError, resolve_agent
+from harness.agents import ConfigError
 from harness.agents.base import DEFAULT_MAX_STEPS
 from harness.conditions.catalogue import load_catalogue
-from harness.conditions.layers import for_run
 from harness.conditions.model import resolve_condition
 from harness.episode import prepare
 from harness.errors import EnvironmentFailure, UsageError
-from harness.executors import LocalExecutor
+from harness.executors import ExecutorFactory, local_executor
 from harness.manifest import build_manifest, write_or_check
 from harness.matrix import expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
+from harness.recipe import RunRecipe, build_context, resolve_agents
 from harness.records import ResultsDir, RunRecord
-from harness.runner import DEFAULT_MAX_ATTEMPTS, RunContext, run_matrix
+from harness.runner import DEFAULT_MAX_ATTEMPTS, run_matrix
 from harness.tasks import load_suite
 from sandbox.sandbox import Sandbox
 
@@ -64,6 +65,7 @@ def audit(
     show_progress: bool = True,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     say: Callable[[str], None] = lambda message: None,
+    executor: ExecutorFactory = local_executor,
 ) -> AuditOutcome:
     declared = [resolve_condition(c) for c in dict.fromkeys(conditions or ["clean"])]
     by_name = {c.name: c for c in declared}
@@ -73,13 +75,16 @@ def audit(
         raise UsageError("--k, --concurrency and --max-attempts must be at least 1")
     if not (math.isfinite(temperature) and 0 <= temperature <= MAX_TEMPERATURE):
         raise UsageError(f"--temperature must lie in [0, {MAX_TEMPERATURE:g}], got {temperature}")
-    sampling = {"temperature": temperature}
-    agents = {}
-    for name in dict.fromkeys(models):
-        try:
-            agents[name] = resolve_agent(name, sampling)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+    sampling: dict[str, Any] = {"temperature": temperature}
+    recipe = RunRecipe(
+        models=models,
+        sampling=sampling,
+        task_patterns=task_patterns,
+        conditions=declared,
+        prices_path=str(prices_path) if prices_path else None,
+        max_steps=max_steps,
+    )
+    agents = resolve_agents(recipe)
     for agent in agents.values():
         preflight = getattr(agent, "preflight", None)
         if preflight is not None:
@@ -87,7 +92,7 @@ def audit(
                 preflight()
             except ConfigError as exc:
                 raise EnvironmentFailure(str(exc)) from None
-    prices = load_prices(prices_path)
+    load_prices(prices_path)  # a bad price table stops the audit here, before anything is spent
     tasks = load_suite(patterns=task_patterns)
     catalogue = load_catalogue() if any(c.adversarial for c in declared) else None
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
@@ -133,23 +138,14 @@ def audit(
             say(f"{len(lost)} recorded run(s) lost their evidence and run again (first: {first}: {why})")
         finished = rd.finished(max_attempts, attempts) - lost.keys()
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
-        ctx = RunContext(
-            sandbox,
-            prepared,
-            agents,
-            protocol,
-            prices,
-            max_steps,
-            conditions=lambda plan: for_run(
-                by_name[plan.condition], prepared[plan.task], plan.seed, catalogue
-            ),
-        )
+        recipe = recipe.model_copy(update={"protocol_hash": protocol})
+        ctx = build_context(recipe, sandbox, tasks=tasks, prepared=prepared, agents=agents)
         with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
             bases = {tid: p.before for tid, p in prepared.items()}
-            executor = LocalExecutor(ctx, concurrency)
             new: list[RunRecord] = []
             if pending:
-                new = asyncio.run(run_matrix(executor, rd, bases, pending, max_attempts, progress))
+                slots = executor(recipe, ctx, concurrency)
+                new = asyncio.run(run_matrix(slots, rd, bases, pending, max_attempts, progress))
             rate = progress.runs_per_second
     finally:
         rd.close()

@@ -214,6 +214,7 @@ async def run_matrix(
                 retry=retry,
             )
 
+    await executor.start()
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(executor.slots, len(plans))))]
     try:
         await _first_failure(workers)
@@ -223,6 +224,7 @@ async def run_matrix(
         for w in workers:
             w.cancel()
         await asyncio.wait(workers)
+        await executor.close()
     return done
 
 

@@ -7,16 +7,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from harness.matrix import RunPlan
+from harness.recipe import RunRecipe
 from harness.runner import Attempt, RunContext, execute
 
 
 class Executor(Protocol):
     slots: int  # how many attempts may be in flight at once
 
+    async def start(self) -> None: ...
+
     async def attempt(self, plan: RunPlan, attempt: int) -> Attempt: ...
+
+    async def close(self) -> None: ...
+
+
+# (the recipe, the driver's own context, --concurrency) -> the executor the audit runs on
+ExecutorFactory = Callable[[RunRecipe, RunContext, int], Executor]
 
 
 class LocalExecutor:
@@ -24,5 +34,15 @@ class LocalExecutor:
         self.ctx = ctx
         self.slots = slots
 
+    async def start(self) -> None:
+        pass
+
     async def attempt(self, plan: RunPlan, attempt: int) -> Attempt:
         return await execute(self.ctx, plan, attempt)
+
+    async def close(self) -> None:
+        pass
+
+
+def local_executor(recipe: RunRecipe, ctx: RunContext, slots: int) -> Executor:
+    return LocalExecutor(ctx, slots)

@@ -1,0 +1,75 @@
+"""The recipe of an audit's runs: plain data from which any executor slot rebuilds the `RunContext` on
+its own sandbox (this process's, or a Ray actor's on another machine). No secret is in it: a slot reads
+API keys from its own environment, as the driver does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.agents import ConfigError, resolve_agent
+from harness.agents.base import DEFAULT_MAX_STEPS, Agent
+from harness.conditions.catalogue import load_catalogue
+from harness.conditions.layers import RunCondition, for_run
+from harness.conditions.model import Condition
+from harness.episode import PreparedTask, prepare
+from harness.errors import UsageError
+from harness.matrix import RunPlan
+from harness.prices import load_prices
+from harness.runner import RunContext
+from harness.tasks import Task, load_suite
+from sandbox.sandbox import Sandbox
+
+
+class RunRecipe(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    models: list[str]
+    sampling: dict[str, Any]
+    task_patterns: list[str] | None
+    conditions: list[Condition]
+    protocol_hash: str = ""
+    prices_path: str | None = None
+    max_steps: int = DEFAULT_MAX_STEPS
+    run_timeout_s: float = 1800.0
+
+
+def resolve_agents(recipe: RunRecipe) -> dict[str, Agent]:
+    agents = {}
+    for name in dict.fromkeys(recipe.models):
+        try:
+            agents[name] = resolve_agent(name, recipe.sampling)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+    return agents
+
+
+def build_context(
+    recipe: RunRecipe,
+    sandbox: Sandbox,
+    *,
+    tasks: list[Task] | None = None,
+    prepared: dict[str, PreparedTask] | None = None,
+    agents: dict[str, Agent] | None = None,
+) -> RunContext:
+    """The slot's context; the driver passes what it already built, a remote slot builds all of it."""
+    tasks = tasks if tasks is not None else load_suite(patterns=recipe.task_patterns)
+    prepared = prepared if prepared is not None else {t.id: prepare(sandbox, t) for t in tasks}
+    by_name = {c.name: c for c in recipe.conditions}
+    catalogue = load_catalogue() if any(c.adversarial for c in recipe.conditions) else None
+
+    def conditions(plan: RunPlan) -> RunCondition:
+        return for_run(by_name[plan.condition], prepared[plan.task], plan.seed, catalogue)
+
+    return RunContext(
+        sandbox,
+        prepared,
+        agents if agents is not None else resolve_agents(recipe),
+        recipe.protocol_hash,
+        load_prices(Path(recipe.prices_path) if recipe.prices_path else None),
+        recipe.max_steps,
+        recipe.run_timeout_s,
+        conditions=conditions,
+    )
