@@ -4,7 +4,10 @@
         ... agent calls `run.call(tool, args)` (the pipeline's entry) ...
         finished = await run.finish(facts)      # dump BEFORE drop, drop, judge
 
-The audit runner, `tasks prove` and `mcp serve` all use it. The database is dropped on every way out:
+The audit runner, `tasks prove`, `mcp serve` and `faults selftest` all use it. Tools run in process (a
+tool box on the run's own role), or, for a scheduled fault, behind a real process boundary: a tool-server
+process reached through a loopback proxy (`harness.faults.rig`), with the fault layer innermost, between
+the condition layers and the transport. The database is dropped on every way out:
 normal exit, an exception, a cancellation mid-clone or mid-run (the drop is shielded from a second
 cancellation). A call that arrives after the finish is answered with an error result, never a crash.
 """
@@ -20,6 +23,8 @@ from typing import Any
 from dsl.api import RunFacts, Spec, Verdict
 from dsl.state import State
 from harness.episode import PreparedTask, judge
+from harness.faults.injectors import FaultLayer
+from harness.faults.rig import FaultRig
 from harness.pipeline import CallRecord, Event, Layer, Pipeline, ToolCall
 from sandbox.dump import dump_run
 from sandbox.sandbox import Sandbox
@@ -47,6 +52,9 @@ class RunSession:
         seed: str = "",
         layers: Sequence[Layer] = (),
         extra_specs: Sequence[Spec] = (),
+        fault: FaultLayer | None = None,
+        fault_timeout_s: float = 30.0,
+        remote: bool = False,
     ) -> None:
         self.sandbox = sandbox
         self.prepared = prepared
@@ -57,7 +65,11 @@ class RunSession:
         self._lock = asyncio.Lock()  # one tool-box connection: calls reach it one at a time
         self._ended = False
         self._dropped = False
-        self.pipeline = Pipeline(self._execute, layers, seed)
+        self.fault = fault
+        self.remote = remote or fault is not None  # the process path, with or without a fault
+        self.fault_timeout_s = fault_timeout_s  # the process path's transport timeout
+        self.rig: FaultRig | None = None
+        self.pipeline = Pipeline(self._execute, [*layers, fault] if fault else layers, seed)
 
     @property
     def calls(self) -> list[CallRecord]:
@@ -80,9 +92,20 @@ class RunSession:
             await self._drop()
             raise
         self.clone_s = time.perf_counter() - t0
-        # Tools act as the run's own unprivileged role; clone, dump and drop keep the owner role.
-        conninfo = self.sandbox.dbs.tool_conninfo(self.run_db)
-        self._box = ToolBox(conninfo, self.prepared.tools, self.prepared.acting_user_id)
+        try:
+            if self.remote:
+                self.rig = await FaultRig.start(
+                    self.sandbox, self.prepared, self.run_db, timeout_s=self.fault_timeout_s
+                )
+                if self.fault is not None:
+                    self.fault.rig = self.rig
+            else:
+                # Tools act as the run's own unprivileged role; clone, dump and drop keep the owner role.
+                conninfo = self.sandbox.dbs.tool_conninfo(self.run_db)
+                self._box = ToolBox(conninfo, self.prepared.tools, self.prepared.acting_user_id)
+        except BaseException:
+            await self._drop()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -96,6 +119,10 @@ class RunSession:
         """The end of the pipeline: the tool box, one call at a time."""
         if call.error is not None:
             return ToolResult(False, {"error": call.error})
+        if self.rig is not None:
+            if self._ended:
+                return ToolResult(False, {"error": "the run has ended; no more tool calls are accepted"})
+            return await self.rig.client.terminal(call)
         async with self._lock:
             if self._ended or self._box is None:
                 return ToolResult(False, {"error": "the run has ended; no more tool calls are accepted"})
@@ -115,6 +142,8 @@ class RunSession:
             self._ended = True
             if self._box is not None:
                 await asyncio.to_thread(self._box.close)
+            if self.rig is not None:
+                await self.rig.stop_server()
             assert self.run_db is not None, "finish() outside `async with`"
             conninfo = self.sandbox.server.conninfo(self.run_db)
             t0 = time.perf_counter()
@@ -133,7 +162,7 @@ class RunSession:
         if self._dropped or self.run_db is None:
             return
         self._dropped = True
-        box, run_db = self._box, self.run_db
+        box, run_db, rig = self._box, self.run_db, self.rig
         sandbox = self.sandbox
 
         def drop() -> None:
@@ -141,7 +170,11 @@ class RunSession:
                 box.close()
             sandbox.dbs.drop(run_db)
 
-        await _uncancellable(asyncio.to_thread(drop))
+        try:
+            if rig is not None:  # its server holds a session on the database: stop it first
+                await _uncancellable(rig.close())
+        finally:
+            await _uncancellable(asyncio.to_thread(drop))
 
 
 async def _uncancellable(work: Any) -> None:

@@ -12,8 +12,8 @@ Witness sources, per fault (never the injector's own account):
 - partition: probes on fresh connections, through the proxy and straight to the server; the proxy's
   drop counter; a probe through the proxy after the heal.
 
-`FaultLayer` is the pipeline layer that fires one injector on its trigger (default: the first call to an
-irreversible tool, exact from the tools' reversibility tags).
+`FaultLayer` is the pipeline layer that fires one injector on its trigger (a schedule's semantic trigger,
+`harness.faults.schedule.TriggerState`: exact from the tools' reversibility tags).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from harness.faults.client import TransportEvent, post, probe
 from harness.faults.receipts import (
@@ -219,24 +219,31 @@ async def _partition(
     return witness, result
 
 
-Trigger = Callable[[ToolCall], bool]
+class Trigger(Protocol):
+    def fires(self, call: ToolCall) -> bool: ...
+
+    def answered(self, call: ToolCall, ok: bool) -> None: ...
 
 
 @dataclass
 class FaultLayer:
-    """Fires `injector` once, on the first call `trigger` accepts; every other call passes straight on."""
+    """Fires `injector` once, on the first call `trigger` accepts; every other call passes straight on.
+    `rig` is the run's process path, bound by the run session once it has started the tool server."""
 
     injector: Injector
-    rig: FaultRig
     log: ReceiptLog
     trigger: Trigger
     fault_id: str = "f1"
+    rig: FaultRig | None = None
     name: str = "fault"
     fired: list[Injected] = field(default_factory=list)
 
     async def handle(self, call: ToolCall, next: Next) -> ToolResult:
-        if self.fired or call.error is not None or not self.trigger(call):
-            return await next(call)
+        if self.fired or call.error is not None or not self.trigger.fires(call):
+            result = await next(call)
+            self.trigger.answered(call, result.ok)
+            return result
+        assert self.rig is not None, "a fault layer fires only on the process path"
         injected = await self.injector.inject(self.rig, call, next, self.log, self.fault_id)
         self.fired.append(injected)
         call.emit(
@@ -247,11 +254,6 @@ class FaultLayer:
             reasons=injected.witness.reasons,
         )
         return injected.result
-
-
-def first_irreversible(rig: FaultRig) -> Trigger:
-    tools = rig.prepared.tools
-    return lambda call: call.tool in tools and tools[call.tool].reversibility == "irreversible"
 
 
 def tamper(witness: Witness) -> Witness:

@@ -1,13 +1,11 @@
-"""One fault run's plumbing: run database, tool server process, proxy and client, and the owner-side
-reads the witnesses make (commit evidence, the server's backend in pg_stat_activity).
+"""One fault run's process path on a run database the run session made: the tool server process, the
+proxy and the client, and the owner-side reads the witnesses make (commit evidence, the server's backend
+in pg_stat_activity). The session clones, dumps and drops the database, as on the in-process path:
 
-    async with FaultRig.open(sandbox, prepared, timeout_s=1.5) as rig:
-        pipeline = Pipeline(rig.client.terminal, [FaultLayer(injector, rig, log)], seed)
-        ... scripted or model calls through pipeline.call ...
-        after, verdict = await rig.finish(facts)     # server stopped, dump BEFORE drop, judge
-
-The rig clones and drops its own database, as `RunSession` does for the in-process path; the integration
-will make the session own it (see README, Faults that really happen).
+    rig = await FaultRig.start(sandbox, prepared, run_db, timeout_s=2.5)
+    ... calls through rig.client.terminal, a FaultLayer bound to the rig in front of it ...
+    await rig.stop_server()      # before the dump: nothing in flight, the server's session ended
+    await rig.close()            # on every way out
 """
 
 from __future__ import annotations
@@ -15,21 +13,16 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import psycopg
 
-from dsl.api import RunFacts, Verdict
-from dsl.state import State
-from harness.episode import PreparedTask, judge
+from harness.episode import PreparedTask
 from harness.faults.client import RemoteTools
 from harness.faults.process import ServerProcess, ServerSpec
 from harness.faults.proxy import FaultProxy
 from harness.faults.server import APP_PREFIX
 from sandbox import tracking
-from sandbox.dump import dump_run
 from sandbox.sandbox import Sandbox
 
 
@@ -45,32 +38,25 @@ class FaultRig:
     retired: list[ServerProcess]  # servers stopped or killed during the run, reaped at the end
 
     @classmethod
-    @asynccontextmanager
-    async def open(
-        cls, sandbox: Sandbox, prepared: PreparedTask, *, timeout_s: float = 30.0
-    ) -> AsyncIterator[FaultRig]:
-        run_db = await asyncio.to_thread(sandbox.dbs.create_run, prepared.template)
-        server: ServerProcess | None = None
-        proxy: FaultProxy | None = None
-        rig: FaultRig | None = None
+    async def start(
+        cls, sandbox: Sandbox, prepared: PreparedTask, run_db: str, *, timeout_s: float = 30.0
+    ) -> FaultRig:
+        spec = ServerSpec(sandbox.dbs.tool_conninfo(run_db), tuple(prepared.tools), prepared.acting_user_id)
+        server = await asyncio.to_thread(ServerProcess.start, spec)
         try:
-            spec = ServerSpec(
-                sandbox.dbs.tool_conninfo(run_db), tuple(prepared.tools), prepared.acting_user_id
-            )
-            server = await asyncio.to_thread(ServerProcess.start, spec)
             proxy = await FaultProxy(server.port).start()
-            client = RemoteTools("127.0.0.1", proxy.port, timeout_s, run_tag=secrets.token_hex(4))
-            rig = cls(sandbox, prepared, run_db, spec, server, proxy, client, [])
-            yield rig
-        finally:
-            if rig is not None:
-                await rig.client.close()
-            if proxy is not None:
-                await proxy.close()
-            servers = [*rig.retired, rig.server] if rig is not None else [server] if server else []
-            for each in servers:
-                await asyncio.to_thread(each.close)
-            await asyncio.to_thread(sandbox.dbs.drop, run_db)
+        except BaseException:
+            await asyncio.to_thread(server.close)
+            raise
+        client = RemoteTools("127.0.0.1", proxy.port, timeout_s, run_tag=secrets.token_hex(4))
+        return cls(sandbox, prepared, run_db, spec, server, proxy, client, [])
+
+    async def close(self) -> None:
+        """Client, proxy and every server this run started, whatever state they are in."""
+        await self.client.close()
+        await self.proxy.close()
+        for each in [*self.retired, self.server]:
+            await asyncio.to_thread(each.close)
 
     # -- actions the injectors take ---------------------------------------------------------------------
     async def replace_server(self) -> ServerProcess:
@@ -118,13 +104,7 @@ class FaultRig:
         return False
 
     # -- the end of the run -----------------------------------------------------------------------------
-    async def finish(self, facts: RunFacts) -> tuple[State, Verdict]:
-        """Stop the server (its session ends, nothing in flight), dump as the owner, judge.
-        The database is dropped by `open`'s exit, after the dump."""
+    async def stop_server(self) -> None:
+        """Stop the server before the dump, so its session has ended and nothing is in flight."""
         await self.client.close()
         await asyncio.to_thread(self.server.stop)
-        after = await asyncio.to_thread(
-            dump_run, self.sandbox.server.conninfo(self.run_db), self.prepared.before
-        )
-        verdict = await asyncio.to_thread(judge, self.prepared, after, facts)
-        return after, verdict

@@ -23,10 +23,10 @@ from dsl.api import RunFacts, Verdict
 from harness.agents.base import Episode
 from harness.agents.scripted import React, naive_retry, reconcile, replay
 from harness.episode import PreparedTask
-from harness.faults.injectors import FaultLayer, Injected, Injector, first_irreversible, tamper
+from harness.faults.injectors import FaultLayer, Injected, Injector, tamper
 from harness.faults.receipts import FAULT_KINDS, FaultKind, ReceiptLog, verdict
-from harness.faults.rig import FaultRig
-from harness.pipeline import Layer, Pipeline
+from harness.faults.schedule import Trigger, TriggerState
+from harness.session import RunSession
 from harness.tasks import Script
 from sandbox.sandbox import Sandbox
 
@@ -65,21 +65,18 @@ async def fault_run(
     script: Script | None = None,
 ) -> FaultRun:
     """A script (the task's oracle by default) on the process path, with at most one fault, on the first
-    irreversible call; dumped and judged."""
-    async with FaultRig.open(sb, prepared, timeout_s=TIMEOUT_S) as rig:
-        layers: list[Layer] = []
-        layer = None
-        if injector is not None:
-            layer = FaultLayer(injector, rig, log, first_irreversible(rig), fault_id=f"{injector.kind}-1")
-            layers.append(layer)
-        pipeline = Pipeline(rig.client.terminal, layers, seed="selftest")
-        episode = Episode(
-            prepared.task, prepared.tools, "selftest", lambda t, a: pipeline.call(t, a, time.perf_counter)
-        )
+    irreversible call; dumped and judged by the run session, as in an audit."""
+    layer = None
+    if injector is not None:
+        trigger = TriggerState(Trigger(on="first_irreversible_call"), prepared.tools)
+        layer = FaultLayer(injector, log, trigger, fault_id=f"{injector.kind}-1")
+    session = RunSession(sb, prepared, seed="selftest", fault=layer, fault_timeout_s=TIMEOUT_S, remote=True)
+    async with session:
+        episode = Episode(prepared.task, prepared.tools, "selftest", session.call)
         result = await replay(episode, script or prepared.task.oracle, "script", react)
-        after, v = await rig.finish(RunFacts(final_message=result.final_message, stalled=result.stalled))
+        finished = await session.finish(RunFacts(final_message=result.final_message, stalled=result.stalled))
     injected = layer.fired[0] if layer is not None and layer.fired else None
-    return FaultRun(v, after.digest(prepared.before), injected)
+    return FaultRun(finished.verdict, finished.after.digest(prepared.before), injected)
 
 
 def describe(v: Verdict) -> str:
