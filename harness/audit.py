@@ -13,19 +13,22 @@ from typing import Any
 from harness.agents import ConfigError
 from harness.agents.base import DEFAULT_MAX_STEPS
 from harness.conditions.catalogue import load_catalogue
+from harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from harness.conditions.model import resolve_condition
 from harness.episode import prepare
 from harness.errors import EnvironmentFailure, UsageError
 from harness.executors import ExecutorFactory, local_executor
+from harness.faults.schedule import load_schedule, resolve
 from harness.manifest import build_manifest, write_or_check
 from harness.matrix import expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
 from harness.recipe import RunRecipe, build_context, resolve_agents
 from harness.records import ResultsDir, RunRecord
-from harness.runner import DEFAULT_MAX_ATTEMPTS, run_matrix
+from harness.runner import DEFAULT_FAULT_TIMEOUT_S, DEFAULT_MAX_ATTEMPTS, run_matrix
 from harness.tasks import load_suite
 from sandbox.sandbox import Sandbox
+from sandbox.tools import all_tools
 
 DEFAULT_TEMPERATURE = 0.6
 MAX_TEMPERATURE = 2.0  # the widest range any provider accepts
@@ -66,6 +69,9 @@ def audit(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     say: Callable[[str], None] = lambda message: None,
     executor: ExecutorFactory = local_executor,
+    faults: str | None = None,
+    fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S,
+    plan_only: bool = False,
 ) -> AuditOutcome:
     declared = [resolve_condition(c) for c in dict.fromkeys(conditions or ["clean"])]
     by_name = {c.name: c for c in declared}
@@ -94,6 +100,18 @@ def audit(
                 raise EnvironmentFailure(str(exc)) from None
     load_prices(prices_path)  # a bad price table stops the audit here, before anything is spent
     tasks = load_suite(patterns=task_patterns)
+    schedule = None
+    if faults is not None:
+        tools = all_tools()
+        by_task = {t.id: {n: tools[n] for n in t.tools if n in tools} for t in tasks}
+        schedule = resolve(load_schedule(faults), by_task, source=faults)
+        if "clean" not in by_name:  # every fault run is paired with its clean twin on the same seed
+            declared.insert(0, BUILTIN_CONDITIONS["clean"])
+            by_name = {c.name: c for c in declared}
+            say("--faults: the clean condition joins the matrix (each fault run's twin, on the same seed)")
+        recipe = recipe.model_copy(
+            update={"schedule": schedule, "conditions": declared, "fault_timeout_s": fault_timeout_s}
+        )
     catalogue = load_catalogue() if any(c.adversarial for c in declared) else None
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
     # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
@@ -111,6 +129,7 @@ def audit(
         server_version=sandbox.version(),
         max_steps=max_steps,
         max_attempts=max_attempts,
+        faults=schedule.manifest_entry() if schedule is not None else None,
     )
     rd = ResultsDir(results)
     rd.open()  # the writer's lock and a write probe, before anything is spent
@@ -123,14 +142,17 @@ def audit(
         protocol = write_or_check(rd.manifest, manifest)
         for p in prepared.values():
             rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
+        fault_cells = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []
         unattackable = {t.id for t in tasks if catalogue is not None and not catalogue.goals_for(t)}
         plans = [
             p
-            for p in expand(list(agents), [t.id for t in tasks], list(by_name), k)
+            for p in expand(list(agents), [t.id for t in tasks], list(by_name), k, fault_cells)
             if not (by_name[p.condition].adversarial and p.task in unattackable)
         ]
         for task_id in sorted(unattackable):
             say(f"task {task_id} cannot be attacked (no injected goal acts through its tools): left out")
+        if plan_only:  # the preregistered matrix is on disk; nothing runs until the protocol is frozen
+            return AuditOutcome(rd, protocol, len(plans), 0, [], 0.0, {})
         attempts = rd.attempts()
         lost = rd.lost_evidence(attempts)
         if lost:
@@ -139,7 +161,9 @@ def audit(
         finished = rd.finished(max_attempts, attempts) - lost.keys()
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
         recipe = recipe.model_copy(update={"protocol_hash": protocol})
-        ctx = build_context(recipe, sandbox, tasks=tasks, prepared=prepared, agents=agents)
+        ctx = build_context(
+            recipe, sandbox, tasks=tasks, prepared=prepared, agents=agents, receipts=rd.path / "receipts"
+        )
         with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
             bases = {tid: p.before for tid, p in prepared.items()}
             new: list[RunRecord] = []

@@ -16,9 +16,10 @@ from harness.conditions.layers import RunCondition, for_run
 from harness.conditions.model import Condition
 from harness.episode import PreparedTask, prepare
 from harness.errors import UsageError
+from harness.faults.schedule import ResolvedSchedule
 from harness.matrix import RunPlan
 from harness.prices import load_prices
-from harness.runner import RunContext
+from harness.runner import DEFAULT_FAULT_TIMEOUT_S, RunContext
 from harness.tasks import Task, load_suite
 from sandbox.sandbox import Sandbox
 
@@ -34,6 +35,8 @@ class RunRecipe(BaseModel):
     prices_path: str | None = None
     max_steps: int = DEFAULT_MAX_STEPS
     run_timeout_s: float = 1800.0
+    schedule: ResolvedSchedule | None = None
+    fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S
 
 
 def resolve_agents(recipe: RunRecipe) -> dict[str, Agent]:
@@ -53,6 +56,7 @@ def build_context(
     tasks: list[Task] | None = None,
     prepared: dict[str, PreparedTask] | None = None,
     agents: dict[str, Agent] | None = None,
+    receipts: Path | None = None,
 ) -> RunContext:
     """The slot's context; the driver passes what it already built, a remote slot builds all of it."""
     tasks = tasks if tasks is not None else load_suite(patterns=recipe.task_patterns)
@@ -72,4 +76,7 @@ def build_context(
         recipe.max_steps,
         recipe.run_timeout_s,
         conditions=conditions,
+        schedule=recipe.schedule,
+        receipts=receipts,
+        fault_timeout_s=recipe.fault_timeout_s,
     )

@@ -28,10 +28,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from dsl.api import Verdict
 from dsl.state import State, load, load_delta
 from harness.errors import EnvironmentFailure, UsageError, UserError
+from harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
 from harness.pipeline import Event
 from harness.yamlfile import field_problem
 
-Status = Literal["valid", "provider_invalid", "harness_invalid"]
+Status = Literal["valid", "provider_invalid", "harness_invalid", "invalid_injection", "not_exposed"]
+# Statuses that end a run: no further attempt. `not_exposed` (the agent ended before its scheduled fault's
+# trigger) is the agent's own doing, so a repeat would only draw again until the fault happened to fire.
+TERMINAL: frozenset[str] = frozenset({"valid", "not_exposed"})
+
+
+class FaultOutcome(BaseModel):
+    """A fault-scheduled run's fault: the preregistered cell, whether its trigger was reached, and both
+    receipts (the fsynced copies are in `receipts/`; these travel with the record)."""
+
+    fault_id: str
+    kind: FaultKind
+    trigger: str
+    fired: bool
+    verdict: Literal["witnessed", "invalid_injection"] | None = None
+    reasons: list[str] = Field(default_factory=list)
+    actuator: ActuatorReceipt | None = None
+    witness: WitnessReceipt | None = None
 
 
 class RunError(BaseModel):
@@ -71,6 +89,8 @@ class RunRecord(BaseModel):
     events: list[Event] = Field(default_factory=list)
     # Under an injecting condition: whether any payload reached the agent (not exposed is never "resisted").
     exposure: Literal["exposed", "not_exposed"] | None = None
+    fault: FaultOutcome | None = None  # under a fault schedule
+    frozen_by: str | None = None  # the digest of the protocol freeze this run was recorded under
     script: str | None = Field(default=None, description="the script a scripted or reference agent followed")
     final_message: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
@@ -96,16 +116,22 @@ class RunRecord(BaseModel):
     def valid(self) -> bool:
         return self.status == "valid"
 
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
 
 Attempts = dict[str, list[RunRecord]]  # run id -> its attempts, in file order
 
 
 def decisive(attempts: list[RunRecord]) -> RunRecord:
-    """A run's latest valid attempt if it has one, else its latest."""
-    return next((r for r in reversed(attempts) if r.valid), attempts[-1])
+    """A run's latest terminal attempt (valid, or not exposed to its fault) if it has one, else its latest."""
+    return next((r for r in reversed(attempts) if r.terminal), attempts[-1])
 
 
 def run_id(model: str, task: str, condition: str, run_index: int) -> str:
+    """`condition` is the cell's condition label: a fault cell's is `fault:<id>` (its seed is the clean
+    twin's), so a fault run and its twin have distinct ids and one seed."""
     return f"{model.replace('/', '_')}__{task}__{condition}__{run_index:04d}"
 
 
@@ -210,11 +236,11 @@ class ResultsDir:
         return out
 
     def finished(self, max_attempts: int, attempts: Attempts | None = None) -> set[str]:
-        """Runs that need no further attempt: one valid attempt, or the attempt cap reached."""
+        """Runs that need no further attempt: one terminal attempt, or the attempt cap reached."""
         return {
             rid
             for rid, recs in (self.attempts() if attempts is None else attempts).items()
-            if any(r.valid for r in recs) or len(recs) >= max_attempts
+            if any(r.terminal for r in recs) or len(recs) >= max_attempts
         }
 
     def lost_evidence(self, attempts: Attempts | None = None) -> dict[str, str]:
@@ -224,7 +250,7 @@ class ResultsDir:
         problems: dict[str, str | None] = {}
         lost: dict[str, str] = {}
         for rec in self.records(attempts):
-            if not rec.valid:
+            if not rec.terminal:
                 continue
             for digest in filter(None, (rec.before_digest, rec.after_digest)):
                 problem = self._dump_problem(digest, problems)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsl.api import RunFacts
@@ -24,19 +25,26 @@ from harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResul
 from harness.conditions.layers import RunCondition
 from harness.episode import PreparedTask
 from harness.errors import AuthFailure
+from harness.faults.injectors import FaultLayer, Injector
+from harness.faults.receipts import ReceiptLog
+from harness.faults.schedule import ResolvedSchedule, TriggerState
 from harness.matrix import RunPlan
 from harness.prices import Price, cost
 from harness.progress import ProgressManager
-from harness.records import ResultsDir, RunError, RunRecord, Timings, TokenUsage
+from harness.records import FaultOutcome, ResultsDir, RunError, RunRecord, Timings, TokenUsage
 from harness.redact import redact
 from harness.session import Finished, RunSession
-from harness.status import Failure, run_status
+from harness.status import Failure, fault_status, run_status
 from sandbox.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from harness.executors import Executor
 
 DEFAULT_MAX_ATTEMPTS = 3
+# A fault run's transport timeout: loopback answers take milliseconds, well under a second on a loaded
+# 2-core machine; a lost response or a partition waits it out once.
+DEFAULT_FAULT_TIMEOUT_S = 2.5
+DEFAULT_PARTITION_S = 1.0
 
 
 @dataclass
@@ -51,6 +59,11 @@ class RunContext:
     max_steps: int = DEFAULT_MAX_STEPS
     run_timeout_s: float = 1800.0
     conditions: Callable[[RunPlan], RunCondition] = lambda plan: RunCondition()
+    schedule: ResolvedSchedule | None = None
+    # Receipts are fsynced here by the slot that faults, before recovery starts: the one write outside
+    # the driver, since the record (which carries them too) is only written once the run has ended.
+    receipts: Path | None = None
+    fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S
 
 
 @dataclass
@@ -71,8 +84,15 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     timings = Timings()
     t_start = time.perf_counter()
     condition = ctx.conditions(plan)
+    fault = _fault_layer(ctx, plan, attempt)
     session = RunSession(
-        ctx.sandbox, prepared, seed=plan.seed, layers=condition.layers, extra_specs=condition.goal_specs
+        ctx.sandbox,
+        prepared,
+        seed=plan.seed,
+        layers=condition.layers,
+        extra_specs=condition.goal_specs,
+        fault=fault,
+        fault_timeout_s=ctx.fault_timeout_s,
     )
     result: AgentResult | None = None
     finished: Finished | None = None
@@ -114,21 +134,23 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         "events": [e.model_dump(mode="json") for e in session.events],
     }
     timings.total_s = time.perf_counter() - t_start
+    outcome = _fault_outcome(ctx, plan, fault)
     record = RunRecord(
         run_id=plan.run_id,
         model=plan.model,
         agent_kind=agent.kind,
         task=plan.task,
-        condition=plan.condition,
+        condition=plan.cell_condition,
         run_index=plan.run_index,
         seed=plan.seed,
         protocol_hash=ctx.protocol_hash,
         attempt=attempt,
-        status=run_status(failure, verdict),
+        status=fault_status(run_status(failure, verdict), outcome),
         verdict=verdict,
         error=RunError(kind=failure or "agent", message=message) if message else None,
         events=session.events,
         exposure=injection.exposure if injection is not None else None,
+        fault=outcome,
         script=result.script if result else None,
         final_message=result.final_message if result else None,
         tool_calls=[
@@ -148,6 +170,36 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         started_at=started,
     )
     return Attempt(record, finished.after if finished else None, transcript)
+
+
+def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | None:
+    if plan.fault is None:
+        return None
+    assert ctx.schedule is not None and ctx.receipts is not None, "a fault run needs the resolved schedule"
+    cell = ctx.schedule.cell(plan.task, plan.fault)
+    injector = Injector(cell.kind, partition_s=cell.seconds or DEFAULT_PARTITION_S)
+    log = ReceiptLog(ctx.receipts / f"{plan.run_id}.{attempt}.jsonl")
+    trigger = TriggerState(cell.trigger, ctx.prepared[plan.task].tools)
+    return FaultLayer(injector, log, trigger, fault_id=cell.fault_id)
+
+
+def _fault_outcome(ctx: RunContext, plan: RunPlan, layer: FaultLayer | None) -> FaultOutcome | None:
+    if layer is None or plan.fault is None or ctx.schedule is None:
+        return None
+    cell = ctx.schedule.cell(plan.task, plan.fault)
+    base = FaultOutcome(fault_id=cell.fault_id, kind=cell.kind, trigger=cell.trigger.describe(), fired=False)
+    if not layer.fired:
+        return base
+    injected = layer.fired[0]
+    return base.model_copy(
+        update={
+            "fired": True,
+            "verdict": injected.witness.verdict,
+            "reasons": injected.witness.reasons,
+            "actuator": injected.actuator,
+            "witness": injected.witness,
+        }
+    )
 
 
 def record_attempt(results: ResultsDir, base: State, attempt: Attempt) -> RunRecord:
@@ -205,12 +257,12 @@ async def run_matrix(
             outcome = await executor.attempt(plan, attempt)
             record = await asyncio.to_thread(record_attempt, results, bases[plan.task], outcome)
             done.append(record)
-            retry = not record.valid and attempt < max_attempts
+            retry = not record.terminal and attempt < max_attempts
             if retry:
                 queue.put_nowait((plan, attempt + 1))
             progress.attempted(
                 damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE" and record.valid),
-                invalid=not record.valid,
+                invalid=not record.terminal,
                 retry=retry,
             )
 

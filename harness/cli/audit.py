@@ -47,6 +47,26 @@ def audit(
             "Default: clean.",
         ),
     ] = None,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            "--faults",
+            help="A fault schedule: `standard` (each of restart, lost_response, kill and partition on "
+            "every task where its trigger can fire) or a YAML file; each fault run is paired with a "
+            "clean twin on the same seed.",
+        ),
+    ] = None,
+    fault_timeout: Annotated[
+        float,
+        typer.Option("--fault-timeout", min=0.1, help="Fault runs: the tool client's transport timeout (s)."),
+    ] = 2.5,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Resolve the matrix and write the manifest without running anything (then freeze it).",
+        ),
+    ] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")] = 4,
     results: Annotated[
         Path | None, typer.Option("--results", help="Results directory (default results/<models>-k<K>).")
@@ -100,6 +120,9 @@ def audit(
                 max_attempts=max_attempts,
                 temperature=temperature,
                 prices_path=prices,
+                faults=faults,
+                fault_timeout_s=fault_timeout,
+                plan_only=plan,
                 say=lambda message: err.print(f"agentrel: {message}", markup=False),
             )
     except KeyboardInterrupt:
@@ -108,6 +131,12 @@ def audit(
             f"agentrel: interrupted: {done} run(s) recorded in {results}; run the same command to resume"
         )
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    if plan:
+        out.print(
+            f"planned: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
+            f"{outcome.planned} run(s) preregistered, none run"
+        )
+        return
     out.print(
         f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
         f"{len(outcome.new)} new attempt(s), {outcome.skipped} run(s) already finished"
@@ -118,11 +147,11 @@ def audit(
         from harness.cli.analyze import analyze_command
 
         analyze_command(outcome.results.path, json_file=outcome.results.path / "analysis" / "summary.json")
-    invalid = [r for r in records if not r.valid]
+    invalid = [r for r in records if not r.terminal]
     if invalid:
         err.print(
             f"agentrel: {len(invalid)} run(s) still invalid after {max_attempts} attempt(s) "
-            f"(provider or harness failures; first: {invalid[0].run_id}: "
+            f"(provider, harness or unwitnessed-fault failures; first: {invalid[0].run_id}: "
             f"{invalid[0].error.message if invalid[0].error else invalid[0].status}); the matrix is "
             "incomplete: its rates are evidence, not scores"
         )
