@@ -5,9 +5,9 @@ wall-clock offset) and, optionally, the tasks it is meant for:
 
     name: lost-writes
     faults:
-      - {id: lost-1, kind: lost_response, trigger: {on: first_irreversible_call}}
-      - {id: restart-1, kind: restart, trigger: {on: after_first_committed_write}, tasks: ["csm-*"]}
-      - {id: part-3, kind: partition, trigger: {on: call, n: 3}, seconds: 1.5}
+      - {id: lost-1, kind: lost_response, trigger: {when: first_irreversible_call}}
+      - {id: restart-1, kind: restart, trigger: {when: after_first_committed_write}, tasks: ["csm-*"]}
+      - {id: part-3, kind: partition, trigger: {when: call, n: 3}, seconds: 1.5}
 
 Resolution against the audit's tasks gives the cells (task, fault id). A fault without `tasks` lands on
 every task where its trigger can fire; a fault whose trigger can fire on none of the tasks it names (or,
@@ -41,25 +41,25 @@ class _Strict(BaseModel):
 
 
 class Trigger(_Strict):
-    on: TriggerKind
-    n: int | None = Field(default=None, ge=1, description="for `on: call`: the call's ordinal")
+    when: TriggerKind
+    n: int | None = Field(default=None, ge=1, description="for `when: call`: the call's ordinal")
 
     @model_validator(mode="after")
     def _n_only_for_call(self) -> Trigger:
-        if (self.on == "call") != (self.n is not None):
-            raise ValueError("`n` is required for `on: call` and allowed only there")
+        if (self.when == "call") != (self.n is not None):
+            raise ValueError("`n` is required for `when: call` and allowed only there")
         return self
 
     def can_fire(self, tools: Mapping[str, Tool]) -> bool:
         """Whether some run of a task with these tools can reach the trigger."""
-        if self.on == "first_irreversible_call":
+        if self.when == "first_irreversible_call":
             return any(t.reversibility == "irreversible" for t in tools.values())
-        if self.on == "after_first_committed_write":
+        if self.when == "after_first_committed_write":
             return any(t.mutates for t in tools.values())
         return True
 
     def describe(self) -> str:
-        return f"call {self.n}" if self.on == "call" else self.on.replace("_", " ")
+        return f"call {self.n}" if self.when == "call" else self.when.replace("_", " ")
 
 
 class ScheduledFault(_Strict):
@@ -127,12 +127,12 @@ def fault_condition(fault_id: str) -> str:
 STANDARD = Schedule(
     name="standard",
     faults=[
-        ScheduledFault(id="restart", kind="restart", trigger=Trigger(on="after_first_committed_write")),
+        ScheduledFault(id="restart", kind="restart", trigger=Trigger(when="after_first_committed_write")),
         ScheduledFault(
-            id="lost-response", kind="lost_response", trigger=Trigger(on="first_irreversible_call")
+            id="lost-response", kind="lost_response", trigger=Trigger(when="first_irreversible_call")
         ),
-        ScheduledFault(id="kill", kind="kill", trigger=Trigger(on="first_irreversible_call")),
-        ScheduledFault(id="partition", kind="partition", trigger=Trigger(on="first_irreversible_call")),
+        ScheduledFault(id="kill", kind="kill", trigger=Trigger(when="first_irreversible_call")),
+        ScheduledFault(id="partition", kind="partition", trigger=Trigger(when="first_irreversible_call")),
     ],
 )
 BUILTIN: dict[str, Schedule] = {STANDARD.name: STANDARD}
@@ -188,9 +188,9 @@ class TriggerState:
 
     def fires(self, call: ToolCall) -> bool:
         tool = self.tools.get(call.tool)
-        if self.trigger.on == "first_irreversible_call":
+        if self.trigger.when == "first_irreversible_call":
             return tool is not None and tool.reversibility == "irreversible"
-        if self.trigger.on == "after_first_committed_write":
+        if self.trigger.when == "after_first_committed_write":
             return self.wrote
         return call.ordinal == self.trigger.n
 

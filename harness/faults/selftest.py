@@ -68,7 +68,7 @@ async def fault_run(
     irreversible call; dumped and judged by the run session, as in an audit."""
     layer = None
     if injector is not None:
-        trigger = TriggerState(Trigger(on="first_irreversible_call"), prepared.tools)
+        trigger = TriggerState(Trigger(when="first_irreversible_call"), prepared.tools)
         layer = FaultLayer(injector, log, trigger, fault_id=f"{injector.kind}-1")
     session = RunSession(sb, prepared, seed="selftest", fault=layer, fault_timeout_s=TIMEOUT_S, remote=True)
     async with session:

@@ -119,6 +119,7 @@ def a_file(tmp: Path) -> tuple[list[str], dict[str, str]]:
     return ["audit", "--k", "1", "--tasks", TASK, "--results", str(tmp / "a-file")], {}
 
 
+FAULT = "name: s\nfaults:\n  - id: f\n    kind: {kind}\n    trigger: {{when: {on}}}\n"
 NO_KEYS = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": "", "ANTHROPIC_API_KEY": ""}
 CASES: dict[str, Case] = {
     "k zero": (audit("--k", "0"), USAGE, "--k"),
@@ -403,6 +404,51 @@ CASES.update(
             USAGE,
             "adversarial",
         ),
+        # fault schedules: one line, exit 3, before any run
+        "faults unknown schedule": (audit("--faults", "chaos"), BAD_INPUT, "not a built-in schedule"),
+        "faults file missing": (audit("--faults", "{tmp}/s.yaml"), BAD_INPUT, "no such file"),
+        **{
+            f"faults {name}": (
+                files(s__yaml=text)(
+                    "audit", "--k", "1", "--tasks", TASK, "--faults", "{0}", "--results", "{tmp}/r"
+                ),
+                BAD_INPUT,
+                fragment,
+            )
+            for name, text, fragment in [
+                ("not yaml", "name: s\nfaults: [\n", "not valid YAML"),
+                ("unknown kind", FAULT.format(kind="meteor", on="call, n: 1"), "field faults[0].kind"),
+                ("unknown trigger", FAULT.format(kind="kill", on="sometime"), "field faults[0].trigger.when"),
+                ("call without n", FAULT.format(kind="kill", on="call"), "field faults[0].trigger"),
+                (
+                    "n without call",
+                    FAULT.format(kind="kill", on="first_irreversible_call, n: 2"),
+                    "field faults[0].trigger",
+                ),
+                (
+                    "trigger never fires",
+                    FAULT.format(kind="lost_response", on="first_irreversible_call"),
+                    "can fire on none of this audit's tasks",
+                ),
+                (
+                    "trigger never fires on a named task",
+                    FAULT.format(kind="lost_response", on="first_irreversible_call")
+                    + f"    tasks: [{TASK}]\n",
+                    f"can never fire on task {TASK}",
+                ),
+                (
+                    "duplicate ids",
+                    "name: s\nfaults:\n  - {id: a, kind: kill, trigger: {when: call, n: 1}}\n"
+                    "  - {id: a, kind: restart, trigger: {when: call, n: 2}}\n",
+                    "fault ids must be unique",
+                ),
+                (
+                    "seconds on a kill",
+                    FAULT.format(kind="kill", on="call, n: 1") + "    seconds: 2\n",
+                    "partition only",
+                ),
+            ]
+        },
         # audit conditions and prices
         "condition unknown": (audit("--condition", "stormy"), USAGE, "not a built-in condition"),
         "condition file missing": (audit("--condition", "{tmp}/c.yaml"), USAGE, "no such file"),
