@@ -24,6 +24,7 @@ import rfc8785
 from pydantic import ValidationError
 
 from analysis.attempts import Decided, decide
+from analysis.faults import fault_report
 from analysis.normalized import (
     EVENT_COLUMNS,
     INVALID_COLUMNS,
@@ -249,4 +250,5 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         notes=_notes(decided, manifest, torn, inconsistent, contradictions),
         optimal_steps=manifest.optimal_steps if manifest else {},
         conditions=manifest.condition_names if manifest else [],
+        faults=fault_report(manifest, decided.runs) if manifest else None,
     )

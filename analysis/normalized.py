@@ -36,6 +36,7 @@ from typing import Literal
 
 import pandas as pd
 
+from analysis.faults import FaultReport
 from analysis.records import HARNESS_INVALID, PROVIDER_INVALID, VALID
 
 __all__ = ["HARNESS_INVALID", "PROVIDER_INVALID", "VALID"]  # re-exported for the table's users
@@ -127,6 +128,7 @@ class LoadedInput:
     notes: list[str] = field(default_factory=list)
     optimal_steps: dict[str, int] = field(default_factory=dict)  # task -> optimal tool calls (manifest)
     conditions: list[str] = field(default_factory=list)  # declared condition names, in manifest order
+    faults: FaultReport | None = None  # the fault scores, when the manifest scheduled faults
 
     @property
     def agents(self) -> dict[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 # Case-insensitive class names, normalized to lower case inside pydantic-core (no Python validator
 # runs per record, which matters at 100,000 records).
@@ -139,6 +139,8 @@ class RunRecord(_Tolerant):
     event_kinds: EventKinds = Field(default=(), validation_alias="events")
     # None (field absent) means the number of calls is unknown, not zero.
     call_counts: CallCounts | None = Field(default=None, validation_alias="tool_calls")
+    # The attempt's wall time (timings.total_s); fault scores compare it with the clean twin's.
+    seconds: float | None = Field(default=None, validation_alias=AliasPath("timings", "total_s"))
 
     @property
     def derived_status(self) -> str:
@@ -196,6 +198,20 @@ class ConditionInfo(_Tolerant):
     name: str
 
 
+class FaultCellInfo(_Tolerant):
+    task: str
+    fault_id: str
+    kind: str
+
+
+class FaultScheduleInfo(_Tolerant):
+    """The manifest's resolved fault schedule: the preregistered (task, fault id) cells."""
+
+    name: str = ""
+    cells: list[FaultCellInfo] = Field(default_factory=list)
+    digest: str | None = None
+
+
 class Manifest(_Tolerant):
     """manifest.json beside runs.jsonl (the fields analysis reads).
 
@@ -208,6 +224,8 @@ class Manifest(_Tolerant):
     tasks: list[TaskInfo] = Field(default_factory=list)
     # Older manifests list condition names; newer ones declare each condition as an object.
     conditions: list[str | ConditionInfo] = Field(default_factory=list)
+    k: int | None = Field(default=None, ge=1)
+    faults: FaultScheduleInfo | None = None
 
     @property
     def condition_names(self) -> list[str]:

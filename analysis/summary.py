@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from analysis.bootstrap import BootstrapInterval
+from analysis.faults import FaultReport
 from analysis.normalized import CELL_KEYS
 from analysis.pipeline import Analysis
 from analysis.pools import PoolResult
@@ -161,6 +162,7 @@ class Summary(_Out):
     pools: list[PoolOut]
     dollars_by_class: list[dict[str, Any]]
     axes: list[AxisOut]
+    faults: FaultReport | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2, by_alias=True)
@@ -327,4 +329,5 @@ def build_summary(a: Analysis) -> Summary:
         pools=[pool_out(p) for p in a.pools],
         dollars_by_class=records,
         axes=_axes(a),
+        faults=loaded.faults,
     )

@@ -95,6 +95,11 @@ def analyze_command(
         if json_file is not None:
             written.append(write_summary_json(result, json_file))
     err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
+    if loaded.faults is not None:
+        from analysis.faults import fault_lines
+
+        for line in fault_lines(loaded.faults):
+            err.print(line, markup=False, soft_wrap=True)
     for path in written:
         typer.echo(str(path))
 

@@ -1,0 +1,104 @@
+"""Fault scores over the preregistered cells: every scheduled run counts in N, an incomplete kind gets only
+bounds, a not-exposed run never counts as a recovery, overhead is read against the clean twin."""
+
+from __future__ import annotations
+
+from scipy.stats import beta
+
+from analysis.attempts import Run
+from analysis.faults import fault_lines, fault_report
+from analysis.records import Manifest, RunRecord
+
+MODEL = "scripted/x"
+
+
+def manifest(k: int) -> Manifest:
+    return Manifest.model_validate(
+        {
+            "agents": [{"name": MODEL, "kind": "scripted"}],
+            "k": k,
+            "faults": {
+                "name": "s",
+                "cells": [
+                    {"task": "t1", "fault_id": "lost", "kind": "lost_response"},
+                    {"task": "t2", "fault_id": "lost", "kind": "lost_response"},
+                ],
+            },
+        }
+    )
+
+
+def run(
+    task: str, condition: str, index: int, status: str, outcome: str = "PASS", calls: int = 3, s=1.0
+) -> Run:
+    rec = RunRecord.model_validate(
+        {
+            "run_id": f"{task}-{condition}-{index}",
+            "model": MODEL,
+            "task": task,
+            "condition": condition,
+            "run_index": index,
+            "protocol_hash": "p",
+            "status": status,
+            "verdict": {"outcome": outcome, "dollars": "0"},
+            "tool_calls": [{"tool": "a", "args_digest": str(i)} for i in range(calls)],
+            "timings": {"total_s": s},
+        }
+    )
+    return Run(rec, status, 1)
+
+
+def test_a_complete_kind_gets_exact_rates_and_the_overhead_against_its_twin():
+    runs = [
+        run("t1", "clean", 1, "valid", calls=3, s=1.0),
+        run("t1", "fault:lost", 1, "valid", "FAIL_DAMAGE", calls=5, s=4.0),
+        run("t2", "clean", 1, "valid", calls=2, s=1.0),
+        run("t2", "fault:lost", 1, "valid", calls=3, s=2.0),
+    ]
+    report = fault_report(manifest(1), runs)
+    assert report is not None and report.complete and report.missing == []
+    (score,) = report.scores
+    assert (score.scheduled, score.witnessed, score.unresolved) == (2, 2, 0)
+    rc = score.resume_and_complete
+    assert (rc.successes, rc.n, rc.rate, rc.bounds_only) == (1, 2, 0.5, False)
+    # The exact interval, computed independently from the beta quantiles.
+    assert abs(rc.low - beta.ppf(0.025, 1, 2)) < 1e-12 and abs(rc.high - beta.ppf(0.975, 2, 1)) < 1e-12
+    assert score.no_repeated_effect.successes == 1
+    assert (score.paired, score.extra_calls_mean, score.extra_seconds_mean) == (2, 1.5, 2.0)
+
+
+def test_an_incomplete_kind_gets_bounds_over_the_full_preregistered_n_and_names_the_missing_runs():
+    runs = [
+        run("t1", "fault:lost", 1, "valid"),  # a pass
+        run("t1", "fault:lost", 2, "invalid_injection"),  # unwitnessed: unresolved
+        run("t2", "fault:lost", 1, "not_exposed", "PASS"),  # ended before the trigger
+        # t2 index 2: never recorded
+    ]
+    report = fault_report(manifest(2), runs)
+    assert report is not None and not report.complete
+    assert report.missing == [f"{MODEL.replace('/', '_')}__t2__fault:lost__0002"]
+    (score,) = report.scores
+    assert (score.scheduled, score.witnessed, score.not_exposed, score.unresolved) == (4, 1, 1, 2)
+    rc = score.resume_and_complete
+    # Never a rate over the runs that happened to finish (which would be 1/1): bounds over N = 4, and the
+    # not-exposed PASS is not a completion after the fault.
+    assert rc.rate is None and rc.bounds_only and (rc.low, rc.high) == (1 / 4, 3 / 4)
+    nr = score.no_repeated_effect
+    assert nr.rate is None and (nr.n, nr.low, nr.high) == (3, 1 / 3, 1.0)  # not-exposed runs are out
+    assert score.paired == 0 and score.extra_calls_mean is None  # no twin recorded
+    lines = fault_lines(report)
+    assert "1/4 fault runs witnessed, 1 not exposed, 2 unresolved (1 never recorded" in lines[0]
+    assert "bounds: incomplete" in lines[1]
+
+
+def test_adding_an_invalid_run_never_raises_a_bound():
+    base = [run("t1", "fault:lost", 1, "valid"), run("t2", "fault:lost", 1, "valid", "FAIL_DAMAGE")]
+    before = fault_report(manifest(2), base)
+    after = fault_report(manifest(2), [*base, run("t1", "fault:lost", 2, "harness_invalid")])
+    assert before is not None and after is not None
+    b, a = before.scores[0].resume_and_complete, after.scores[0].resume_and_complete
+    assert (a.low, a.high) == (b.low, b.high)  # a missing run and an invalid one are both unresolved
+
+
+def test_no_schedule_no_fault_report():
+    assert fault_report(Manifest.model_validate({"agents": [], "k": 1}), []) is None
