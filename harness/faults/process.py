@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,15 +45,22 @@ class ServerProcess:
 
     @classmethod
     def start(cls, spec: ServerSpec) -> ServerProcess:
-        env = {**os.environ, CONNINFO_ENV: spec.conninfo}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH", "")) if p)
-        argv = [sys.executable, "-m", "harness.faults.server", "--tools", ",".join(spec.tools)]
-        argv += ["--acting-user-id", str(spec.acting_user_id), "--call-timeout-s", str(spec.call_timeout_s)]
-        argv.append("--parent-pipe")
-        if spec.allow_hold:
-            argv.append("--allow-hold")
-        # stdin is a pipe only this process writes to: it closes when we exit, however we exit.
-        popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env)
+        """A server bound to the spec's run: a warm spare from the pool (its imports already paid while
+        the previous run worked), told its binding on stdin."""
+        popen = POOL.take()
+        bind = {
+            "conninfo": spec.conninfo,
+            "tools": list(spec.tools),
+            "acting_user_id": spec.acting_user_id,
+            "call_timeout_s": spec.call_timeout_s,
+            "allow_hold": spec.allow_hold,
+        }
+        assert popen.stdin is not None
+        try:
+            popen.stdin.write(json.dumps(bind).encode() + b"\n")
+            popen.stdin.flush()
+        except OSError:
+            pass  # it died while idle: the READY check below says so
         line = _readline(popen, BOOT_TIMEOUT_S)
         parts = line.split()
         if len(parts) != 4 or parts[0] != "READY":
@@ -92,6 +102,67 @@ class ServerProcess:
         for pipe in (self.popen.stdin, self.popen.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+class WarmPool:
+    """Idle tool-server processes, imported and waiting for a binding, so a fault run (and a restart
+    within it) does not wait for a Python start and the tools' imports. Each spare's stdin is a pipe to
+    this process: when it exits, however it exits, the spares see the end of stdin and exit too."""
+
+    def __init__(self, spares: int = 2) -> None:
+        self.spares = spares
+        self._idle: deque[subprocess.Popen[bytes]] = deque()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self) -> subprocess.Popen[bytes]:
+        with self._lock:
+            popen = self._idle.popleft() if self._idle else None
+        if popen is None:
+            popen = _spawn()
+        line = _readline(popen, BOOT_TIMEOUT_S)  # a spare still importing is waited for here
+        if not line.startswith("WAITING"):
+            popen.kill()
+            popen.wait()
+            raise ServerStartFailed(f"tool server did not start (said {line[:200]!r})")
+        threading.Thread(target=self._refill, daemon=True).start()
+        return popen
+
+    def _refill(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed or len(self._idle) >= self.spares:
+                    return
+            spare = _spawn()
+            with self._lock:
+                if self._closed:
+                    spare.kill()
+                    spare.wait()
+                    return
+                self._idle.append(spare)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = list(self._idle), deque()
+        for popen in idle:
+            for pipe in (popen.stdin, popen.stdout):
+                if pipe is not None:
+                    pipe.close()  # end of stdin: the spare exits by itself
+            popen.wait(10)
+
+
+def _spawn() -> subprocess.Popen[bytes]:
+    # No conninfo in the environment: a spare learns its run only from its binding.
+    env = {k: v for k, v in os.environ.items() if k != CONNINFO_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-m", "harness.faults.server", "--bind-from-stdin", "--parent-pipe"]
+    # stdin is a pipe only this process writes to: it closes when we exit, however we exit.
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env)
+
+
+POOL = WarmPool()
+atexit.register(POOL.close)
 
 
 def _readline(popen: subprocess.Popen[bytes], timeout_s: float) -> str:

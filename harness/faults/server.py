@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -159,6 +160,8 @@ class ToolServer:
 
 
 async def run(args: argparse.Namespace) -> None:
+    if args.bind_from_stdin:
+        _bind_from_stdin(args)
     conninfo = os.environ.get(CONNINFO_ENV) or args.conninfo
     if not conninfo:
         sys.exit(f"agentrel: error: set {CONNINFO_ENV} to the run database's tool conninfo")
@@ -203,15 +206,38 @@ async def run(args: argparse.Namespace) -> None:
     await asyncio.to_thread(box.close)
 
 
+def _bind_from_stdin(args: argparse.Namespace) -> None:
+    """A warm spare: imported and idle until the harness binds it to a run with one JSON line on stdin
+    (conninfo, tools, acting user, call timeout, hold). stdin, like the environment and unlike argv, is
+    not readable by other users. End of stdin before the line (the harness went away): exit quietly."""
+    all_tools()  # build the tools now, while idle, not on the run's clock
+    print(f"WAITING {os.getpid()}", flush=True)
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(0, 1)  # byte by byte: nothing past the newline may be taken from the pipe
+        if not chunk:
+            sys.exit(0)
+        line += chunk
+    bind = json.loads(line)
+    os.environ[CONNINFO_ENV] = bind["conninfo"]
+    args.tools = ",".join(bind["tools"])
+    args.acting_user_id = int(bind["acting_user_id"])
+    args.call_timeout_s = float(bind["call_timeout_s"])
+    args.allow_hold = bool(bind["allow_hold"])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m harness.faults.server", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free one)")
-    parser.add_argument("--tools", required=True, help="comma list of the run's tools")
-    parser.add_argument("--acting-user-id", type=int, required=True)
+    parser.add_argument("--tools", default="", help="comma list of the run's tools")
+    parser.add_argument("--acting-user-id", type=int, default=0)
     parser.add_argument("--call-timeout-s", type=float, default=30.0)
     parser.add_argument("--allow-hold", action="store_true", help="accept POST /hold (fault harness only)")
     parser.add_argument("--parent-pipe", action="store_true", help="stop when stdin reaches its end")
     parser.add_argument("--conninfo", help=f"discouraged (visible in ps): prefer {CONNINFO_ENV}")
+    parser.add_argument(
+        "--bind-from-stdin", action="store_true", help="start idle; take the run's binding from stdin"
+    )
     asyncio.run(run(parser.parse_args(argv)))
 
 
