@@ -10,6 +10,9 @@ client's escalation (stdin closed, SIGTERM after 2 s, SIGKILL 2 s later).
 
 Exposure (HTTP): loopback only unless `allow_remote` with a bearer token; the SDK's Host/Origin check is on
 whatever the host; and one server serves one run, so only the first MCP session is ever admitted.
+
+Faults (a noisy condition): on stdio the agent meets them in the tool result, as in process; on HTTP they
+are real HTTP (`harness.conditions.http_faults`). Either way the noise layer draws them, and each is logged.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -39,6 +42,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dsl.api import RunFacts, Verdict
+from harness.conditions.http_faults import DEFAULT_DELAY_S, HttpFaults, for_layers
+from harness.conditions.noise import FaultDraw, Faulted
 from harness.episode import PreparedTask
 from harness.errors import EnvironmentFailure, UsageError
 from harness.pipeline import Layer
@@ -67,6 +72,7 @@ class ServeOptions:
     token: str | None = field(default=None, repr=False)  # HTTP: every request must carry it as a bearer
     allow_remote: bool = False  # HTTP: the opt-in to a non-loopback host (with a token)
     allowed_hosts: tuple[str, ...] = ()  # HTTP: more Host header values to accept (a DNS name, a proxy)
+    fault_delay_s: float = DEFAULT_DELAY_S  # HTTP: how long a timeout or lost response withholds its answer
 
     def __post_init__(self) -> None:
         """Refuse an exposed server here, so it is refused before any socket or database exists."""
@@ -90,7 +96,10 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve anywhere
 
 
-def build_server(session: RunSession) -> Server[Any]:
+def build_server(
+    session: RunSession, faults: HttpFaults | None = None, log: Log | None = None
+) -> Server[Any]:
+    """The task's tools as an MCP server; `faults` is the HTTP face that delivers the noise layer's draws."""
     task = session.prepared.task
     tools = [types.Tool.model_validate(t.mcp_schema()) for t in session.prepared.tools.values()]
 
@@ -103,6 +112,11 @@ def build_server(session: RunSession) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         result = await session.call(params.name, params.arguments or {})
+        if isinstance(result, Faulted):
+            if log is not None:
+                log(_fault_note(result.draw, params.name, faults))
+            if faults is not None:
+                result = faults.deliver(ctx.request_id, result)
         return types.CallToolResult(content=[types.TextContent(text=result.text())], is_error=not result.ok)
 
     return Server(
@@ -112,6 +126,12 @@ def build_server(session: RunSession) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _fault_note(draw: FaultDraw, tool: str, faults: HttpFaults | None) -> str:
+    ran = "it ran" if draw.executed else "it did not run"
+    how = "in the tool result" if faults is None else f"as {faults.wire(draw)}"
+    return f"call {draw.ordinal} {tool}: fault {draw.fault} ({ran}), delivered {how}"
 
 
 async def serve(
@@ -136,11 +156,12 @@ async def serve(
     try:
         log(f"run database {session.run_db} (task {prepared.task.id}, {len(prepared.tools)} tools)")
         finisher = _Finisher(session, opts.final_message, log, report)
-        server = build_server(session)
+        faults = for_layers(layers, opts.fault_delay_s) if sock is not None else None
+        server = build_server(session, faults, log)
         if sock is None:
             await _serve_stdio(server, finisher, log, leave)
         else:
-            await _serve_http(server, sock, opts, finisher, log)
+            await _serve_http(server, sock, opts, finisher, log, faults)
     finally:
         with anyio.CancelScope(shield=True):
             await session.__aexit__(None, None, None)
@@ -220,10 +241,38 @@ async def _finish_on_signal(
 
 
 async def _serve_http(
-    server: Server[Any], sock: socket.socket, opts: ServeOptions, finish: _Finisher, log: Log
+    server: Server[Any],
+    sock: socket.socket,
+    opts: ServeOptions,
+    finish: _Finisher,
+    log: Log,
+    faults: HttpFaults | None,
 ) -> None:
     import uvicorn
 
+    config = uvicorn.Config(
+        http_app(server, opts, faults),
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=HTTP_GRACE_S,
+    )
+    web = uvicorn.Server(config)
+    hosts = ", ".join(allowed_hosts(opts.host, opts.allowed_hosts))
+    token_note = "; a bearer token is required" if opts.token else ""
+    log(f"listening on {url_of(sock)} (Host: {hosts}{token_note})")
+    # uvicorn catches SIGINT/SIGTERM while serving, then restores the previous handlers and re-raises
+    # the signal: with no-op handlers in place that re-raise is harmless, and so is a signal arriving
+    # while the run is being finished.
+    with _signals_ignored(), faults.quiet_cuts() if faults is not None else nullcontext():
+        try:
+            await web.serve(sockets=[sock])
+        finally:
+            sock.close()
+            await finish()
+
+
+def http_app(server: Server[Any], opts: ServeOptions, faults: HttpFaults | None = None) -> ASGIApp:
+    """The ASGI app the HTTP face serves: the gate, the fault face (a noisy run), the SDK's app."""
     hosts = allowed_hosts(opts.host, opts.allowed_hosts)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -236,21 +285,8 @@ async def _serve_http(
         max_sessions=1,
         session_idle_timeout=None,  # the session cannot be replaced, so it must not expire under the agent
     )
-    config = uvicorn.Config(
-        _Gate(app, opts.token), log_level="warning", access_log=False, timeout_graceful_shutdown=HTTP_GRACE_S
-    )
-    web = uvicorn.Server(config)
-    token_note = "; a bearer token is required" if opts.token else ""
-    log(f"listening on {url_of(sock)} (Host: {', '.join(hosts)}{token_note})")
-    # uvicorn catches SIGINT/SIGTERM while serving, then restores the previous handlers and re-raises
-    # the signal: with no-op handlers in place that re-raise is harmless, and so is a signal arriving
-    # while the run is being finished.
-    with _signals_ignored():
-        try:
-            await web.serve(sockets=[sock])
-        finally:
-            sock.close()
-            await finish()
+    # Behind the gate, so a refused request is never a fault.
+    return _Gate(app if faults is None else faults.around(app), opts.token)
 
 
 def allowed_hosts(host: str, extra: Sequence[str] = ()) -> list[str]:

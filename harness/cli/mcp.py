@@ -65,6 +65,15 @@ def serve(
             "--run-index", min=1, help="Which run of the cell this is: its faults are the audit's run N's."
         ),
     ] = 1,
+    fault_delay_s: Annotated[
+        float,
+        typer.Option(
+            "--fault-delay-s",
+            min=0.0,
+            help="HTTP, noisy condition: how long a timeout or lost response withholds its answer"
+            " before the connection is closed (set it past your client's timeout).",
+        ),
+    ] = 30.0,
     final_message: Annotated[
         Path | None,
         typer.Option(
@@ -139,12 +148,13 @@ def serve(
         token=token or None,
         allow_remote=allow_remote,
         allowed_hosts=tuple(allowed_host or ()),
+        fault_delay_s=fault_delay_s,
     )
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
         prepared = prepare(sb, chosen[0])
-        layers = for_run(declared, prepared, run_seed(task, declared.name, run_index)).layers
         seed = run_seed(task, declared.name, run_index)
+        layers = for_run(declared, prepared, seed).layers
         if layers:
             _log(f"condition {declared.name}, run {run_index}: the faults of the audit's run {run_index}")
         anyio.run(serve_mcp, sb, prepared, opts, _log, report, _leave, layers, seed)
