@@ -61,6 +61,20 @@ class RemoteTools:
             return ToolResult(False, {"error": call.error})
         return await self.call(call.tool, call.args, self.call_id(call.ordinal))
 
+    async def connect(self) -> None:
+        """Open the connection and greet the server before the first call, as an MCP client initializes
+        its session: a fault on the very first call then meets a live connection (through the proxy, to
+        the server that answered), as a fault on any later call does."""
+        async with self._lock:
+            reader, writer = await self._connection(None)
+            writer.write(wire.encode(wire.request("/health")))
+            await writer.drain()
+            message = await asyncio.wait_for(wire.read_message(reader), self.timeout_s)
+            body = message.json() if message is not None else None
+            if not isinstance(body, dict):
+                raise ConnectionError("the tool server did not answer the greeting")
+            self._note("answer", None, boot_id=body.get("boot_id"), pid=body.get("pid"), detail="greeting")
+
     async def call(self, tool: str, args: Any, call_id: str) -> ToolResult:
         async with self._lock:
             try:
@@ -95,7 +109,7 @@ class RemoteTools:
             self._note("answer", call_id, boot_id=body.get("boot_id"), pid=body.get("pid"))
             return ToolResult(bool(body.get("ok")), body.get("content"), body.get("raw"))
 
-    async def _connection(self, call_id: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _connection(self, call_id: str | None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         await asyncio.sleep(0)  # let a pending end-of-stream reach the reader before it is checked
         if self._writer is not None and self._reader is not None:
             if not (self._reader.at_eof() or self._writer.is_closing()):

@@ -49,7 +49,13 @@ class FaultRig:
             await asyncio.to_thread(server.close)
             raise
         client = RemoteTools("127.0.0.1", proxy.port, timeout_s, run_tag=secrets.token_hex(4))
-        return cls(sandbox, prepared, run_db, spec, server, proxy, client, [])
+        rig = cls(sandbox, prepared, run_db, spec, server, proxy, client, [])
+        try:
+            await client.connect()
+        except BaseException:
+            await rig.close()
+            raise
+        return rig
 
     async def close(self) -> None:
         """Client, proxy and every server this run started, whatever state they are in."""

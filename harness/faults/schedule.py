@@ -33,7 +33,9 @@ from harness.pipeline import ToolCall
 from harness.yamlfile import load_model
 from sandbox.tools.base import Tool
 
-TriggerKind = Literal["first_irreversible_call", "after_first_committed_write", "call"]
+# first_irreversible_call / first_write_call: as that call is made (before it reaches the tools);
+# after_first_committed_write: on the call after a write tool answered ok (committed); call: the n-th call.
+TriggerKind = Literal["first_irreversible_call", "first_write_call", "after_first_committed_write", "call"]
 
 
 class _Strict(BaseModel):
@@ -54,7 +56,7 @@ class Trigger(_Strict):
         """Whether some run of a task with these tools can reach the trigger."""
         if self.when == "first_irreversible_call":
             return any(t.reversibility == "irreversible" for t in tools.values())
-        if self.when == "after_first_committed_write":
+        if self.when in ("first_write_call", "after_first_committed_write"):
             return any(t.mutates for t in tools.values())
         return True
 
@@ -127,7 +129,7 @@ def fault_condition(fault_id: str) -> str:
 STANDARD = Schedule(
     name="standard",
     faults=[
-        ScheduledFault(id="restart", kind="restart", trigger=Trigger(when="after_first_committed_write")),
+        ScheduledFault(id="restart", kind="restart", trigger=Trigger(when="first_write_call")),
         ScheduledFault(
             id="lost-response", kind="lost_response", trigger=Trigger(when="first_irreversible_call")
         ),
@@ -190,6 +192,8 @@ class TriggerState:
         tool = self.tools.get(call.tool)
         if self.trigger.when == "first_irreversible_call":
             return tool is not None and tool.reversibility == "irreversible"
+        if self.trigger.when == "first_write_call":
+            return tool is not None and tool.mutates
         if self.trigger.when == "after_first_committed_write":
             return self.wrote
         return call.ordinal == self.trigger.n

@@ -211,7 +211,10 @@ def _bind_from_stdin(args: argparse.Namespace) -> None:
     (conninfo, tools, acting user, call timeout, hold). stdin, like the environment and unlike argv, is
     not readable by other users. End of stdin before the line (the harness went away): exit quietly."""
     all_tools()  # build the tools now, while idle, not on the run's clock
-    print(f"WAITING {os.getpid()}", flush=True)
+    try:
+        print(f"WAITING {os.getpid()}", flush=True)
+    except BrokenPipeError:  # the harness closed the pool before this spare was ready
+        os._exit(0)
     line = b""
     while not line.endswith(b"\n"):
         chunk = os.read(0, 1)  # byte by byte: nothing past the newline may be taken from the pipe
@@ -239,6 +242,10 @@ def main(argv: list[str] | None = None) -> None:
         "--bind-from-stdin", action="store_true", help="start idle; take the run's binding from stdin"
     )
     asyncio.run(run(parser.parse_args(argv)))
+    # Every connection is closed and the run database's session ended: skip the interpreter's teardown
+    # (a second or more of module cleanup), which the harness would otherwise wait for at every stop.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
