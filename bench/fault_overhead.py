@@ -1,7 +1,7 @@
 """What a witnessed fault costs: the reference suite under the `standard` schedule, each fault run beside
 its clean twin (same agent, task and seed) from the same audit, side by side.
 
-Every task gets one run per fault whose trigger can fire on it (restart after the first committed write;
+Every task gets one run per fault whose trigger can fire on it (restart on the first write call;
 lost response, kill and partition on the first irreversible call) and its clean twin, at k = 1, one run
 at a time so a run's seconds are its own. A fault run pays for the process path (a tool-server process,
 the proxy) and for the fault itself: a lost response or a partition is waited out for one transport
