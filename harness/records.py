@@ -318,6 +318,18 @@ class ResultsDir:
     def _dump_files(self, digest: str) -> tuple[Path, Path]:
         return self.dumps / f"{digest}.jsonl.gz", self.dumps / f"{digest}.delta.jsonl.gz"
 
+    def note_slots(self, facts: list[BaseModel]) -> None:
+        """Where remote executor slots ran (host, actor, Postgres version), one line per slot and
+        invocation in `execution_slots.jsonl`, beside the execution environment: observed facts, never
+        part of the protocol hash."""
+        if not facts:
+            return
+        lines = "".join(f.model_dump_json() + "\n" for f in facts)
+        with open(self.path / "execution_slots.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+
     def store_dump(self, state: State, base: State | None = None, copy_from: Path | None = None) -> str:
         """Keep a full-state dump, content-addressed so identical states are stored once: in full
         (`<digest>.jsonl.gz`, copied from `copy_from` when that file already holds it) or, given its

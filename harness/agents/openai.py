@@ -45,10 +45,13 @@ class OpenAIWire:
     def request(
         self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> tuple[str, dict[str, Any]]:
+        # tool_choice "auto" is OpenAI's default, but llama.cpp-style servers (llama-cpp-python's
+        # chatml-function-calling) leave the tools out of the prompt unless it is sent.
         return "/chat/completions", {
             "model": self.model,
             "messages": messages,
             "tools": tools,
+            **({"tool_choice": "auto"} if tools else {}),
             **self.sampling,
         }
 
@@ -82,7 +85,9 @@ class OpenAIWire:
     def append(
         self, messages: list[dict[str, Any]], turn: Turn, results: list[tuple[str, str, bool]]
     ) -> None:
-        assistant: dict[str, Any] = {"role": "assistant", "content": turn.text}
+        # "" rather than null beside tool calls: OpenAI takes either, llama-cpp-python's server refuses
+        # null with a 500 (its request model types `content` as a string).
+        assistant: dict[str, Any] = {"role": "assistant", "content": turn.text or ""}
         if turn.tool_calls:
             assistant["tool_calls"] = [
                 {

@@ -46,3 +46,25 @@ class LocalExecutor:
 
 def local_executor(recipe: RunRecipe, ctx: RunContext, slots: int) -> Executor:
     return LocalExecutor(ctx, slots)
+
+
+EXECUTORS = ("local", "ray")
+
+
+def resolve_executor(
+    name: str, ray_address: str | None = None, workers: int | None = None
+) -> ExecutorFactory:
+    """The factory for `--executor NAME`; Ray's options on the local executor, an unknown name, or Ray
+    not installed are one-line usage errors, raised before any sandbox is opened."""
+    from harness.errors import UsageError
+
+    if name == "local":
+        if ray_address is not None or workers is not None:
+            raise UsageError("--ray-address and --workers apply to --executor ray only")
+        return local_executor
+    if name == "ray":
+        from harness.executors.ray import import_ray, on_loopback, ray_executor
+
+        import_ray(local=on_loopback(ray_address))
+        return ray_executor(address=ray_address, workers=workers)
+    raise UsageError(f"unknown --executor {name!r}: choose one of {', '.join(EXECUTORS)}")

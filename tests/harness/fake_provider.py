@@ -1,7 +1,8 @@
 """A loopback HTTP server that speaks a provider's wire protocol from a queue of canned replies.
 
 A reply is a status, headers and a payload: a JSON-able value is sent as JSON, `bytes` as they are
-(an HTML login page, a truncated body). `lie(kind)` builds each way a provider is known to misbehave.
+(an HTML login page, a truncated body), `CLOSE` as a connection closed with no response at all (a server
+process that died mid-request). `lie(kind)` builds each way a provider is known to misbehave.
 GET on a models path answers 200 when the request carries `accept_key`, else 401, so preflight is real.
 """
 
@@ -13,12 +14,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Reply = tuple[int, dict[str, str], Any]
+CLOSE = object()  # payload: close the connection without answering
 LOGIN_PAGE = b"<!doctype html><html><body><form action='/login'>Sign in</form></body></html>"
 
 
 class FakeProvider:
-    def __init__(self, accept_key: str | None = None) -> None:
+    def __init__(self, accept_key: str | None = None, llama_cpp: bool = False) -> None:
         self.replies: list[Reply] = []
+        self.llama_cpp = llama_cpp  # validate messages as llama-cpp-python's server does
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.gets: list[str] = []
@@ -45,14 +48,20 @@ class FakeProvider:
                 with provider._lock:
                     provider.requests.append({"path": self.path, "body": body})
                     provider.headers.append(dict(self.headers))
+                    refused = provider.llama_cpp and _llama_cpp_refuses(body)
                     status, headers, payload = (
-                        provider.replies.pop(0)
+                        LLAMA_CPP["null_content_500"]
+                        if refused
+                        else provider.replies.pop(0)
                         if provider.replies
                         else (500, {}, {"error": "no reply queued"})
                     )
                 self._send(status, headers, payload)
 
             def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
+                if payload is CLOSE:
+                    self.close_connection = True
+                    return
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 for k, v in headers.items():
@@ -196,3 +205,96 @@ ANTHROPIC_LIES: dict[str, Reply] = {
     ),
     "refusal": (200, {}, {"content": [{"type": "text", "text": "No."}], "stop_reason": "refusal"}),
 }
+
+# What llama-cpp-python 0.3.36's server (`--chat_format chatml-function-calling`, SmolLM2-135M) sent to
+# `make smoke-local-model`, trimmed: each is a case in tests/harness/test_real_server_cases.py.
+LLAMA_CPP: dict[str, Reply] = {
+    # A tool call: no text, an id built from the tool name, arguments spaced as the model wrote them, and
+    # a legacy `function_call` beside `tool_calls` whose name disagrees with it (a trailing colon).
+    "tool_call": (
+        200,
+        {},
+        {
+            "id": "chatcmpl-28a6a7fb",
+            "object": "chat.completion",
+            "model": "smollm2",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "call__0_list_cab_approvals_cmpl-b2bd23e0",
+                                "type": "function",
+                                "function": {
+                                    "name": "list_cab_approvals",
+                                    "arguments": '{"change_id" : 9002}',
+                                },
+                            }
+                        ],
+                        "role": "assistant",
+                        "function_call": {"name": "list_cab_approval:", "arguments": '{"change_id" : 9002}'},
+                    },
+                    "logprobs": None,
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 1175, "completion_tokens": 21, "total_tokens": 1196},
+        },
+    ),
+    # A request the server's validation rejects comes back as a 500, not a 4xx.
+    "validation_500": (
+        500,
+        {},
+        {
+            "error": {
+                "message": "1 validation error:\n  {'type': 'list_type', 'loc': ('body', 'messages'), "
+                "'msg': 'Input should be a valid list'}",
+                "type": "internal_server_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    ),
+    "context_overflow_400": (
+        400,
+        {},
+        {
+            "error": {
+                "message": "This model's maximum context length is 8192 tokens. However, you requested "
+                "8302 tokens (8302 in the messages, None in the completion). Please reduce the length of "
+                "the messages or completion.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        },
+    ),
+    # An assistant turn sent back with `"content": null` beside its tool calls (OpenAI accepts it).
+    "null_content_500": (
+        500,
+        {},
+        {
+            "error": {
+                "message": "7 validation errors:\n  {'type': 'string_type', 'loc': ('body', 'messages', 2, "
+                "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid "
+                "string', 'input': None}",
+                "type": "internal_server_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    ),
+    # The server process died mid-request (a tool schema whose grammar llama.cpp could not parse).
+    "process_died": (200, {}, CLOSE),
+}
+
+
+def _llama_cpp_refuses(body: Any) -> bool:
+    """Whether llama-cpp-python's request validation refuses these messages (its 500 above)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return isinstance(messages, list) and any(
+        isinstance(m, dict) and m.get("role") == "assistant" and not isinstance(m.get("content"), str)
+        for m in messages
+    )

@@ -1,0 +1,142 @@
+"""The Ray executor on a local Ray instance (2 actors): the same runs as the local executor, nothing lost
+when an actor dies mid-audit, and resume after the driver is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from harness.audit import audit
+from harness.executors import Executor
+from harness.executors.ray import RayExecutor, ray_executor
+from harness.records import ResultsDir
+from tests.ray.agents import register
+from tests.ray.conftest import WORKERS
+
+TASKS = ["itsm-cab-window", "csm-double-charge", "itsm-prod-db-access"]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def outcomes(path: Path) -> set[tuple[str, str, str | None]]:
+    return {
+        (r.run_id, r.verdict.outcome if r.verdict else "-", r.after_digest)
+        for r in ResultsDir(path).records()
+    }
+
+
+class Capture:
+    """An executor factory that keeps the executor it made, so a test can watch and hurt it."""
+
+    def __init__(self, **kw: object) -> None:
+        self.factory = ray_executor(**kw)  # type: ignore[arg-type]
+        self.made: RayExecutor | None = None
+
+    def __call__(self, recipe, ctx, concurrency) -> Executor:  # type: ignore[no-untyped-def]
+        self.made = self.factory(recipe, ctx, concurrency)  # type: ignore[assignment]
+        return self.made  # type: ignore[return-value]
+
+
+def run(sandbox, results: Path, executor=None, model="reference/stochastic", tasks=TASKS, k=2):  # type: ignore[no-untyped-def]
+    kw = {"executor": executor} if executor is not None else {}
+    return audit(
+        models=[model],
+        k=k,
+        task_patterns=tasks,
+        concurrency=2,
+        results=results,
+        sandbox=sandbox,
+        show_progress=False,
+        **kw,
+    )
+
+
+def test_ray_and_local_executors_give_the_same_runs(sandbox, tmp_path, ray_address, slot_homes):
+    local = run(sandbox, tmp_path / "local")
+    capture = Capture(workers=WORKERS, home=slot_homes)
+    remote = run(sandbox, tmp_path / "ray", executor=capture)
+    assert remote.protocol_hash == local.protocol_hash
+    assert len(remote.new) == len(TASKS) * 2
+    assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "local")
+    assert {o for _, o, _ in outcomes(tmp_path / "ray")} >= {"PASS", "FAIL_DAMAGE"}
+    facts = capture.made.facts() if capture.made else []
+    assert sorted(f.slot for f in facts) == [0, 1] and len({f.actor_id for f in facts}) == 2
+    assert all(f.node_ip == "127.0.0.1" and f.postgres_version.startswith("PostgreSQL") for f in facts)
+    assert all(f.home and Path(f.home).parent == slot_homes for f in facts)
+    # The slots' facts are recorded beside the execution environment, outside the protocol hash.
+    noted = [
+        json.loads(line) for line in (tmp_path / "ray" / "execution_slots.jsonl").read_text().splitlines()
+    ]
+    assert sorted(n["actor_id"] for n in noted) == sorted(f.actor_id for f in facts)
+    assert not (tmp_path / "local" / "execution_slots.jsonl").exists()
+
+
+def test_killing_an_actor_mid_audit_loses_no_run(sandbox, tmp_path, ray_address, slot_homes):
+    register()
+    model, tasks, k = "slow/0.4", TASKS[:2], 4
+    reference = run(sandbox, tmp_path / "local", model=model, tasks=tasks, k=k)
+    capture = Capture(workers=WORKERS, home=slot_homes, setup=register)
+    killed: list[str] = []
+
+    def kill_slot_0_mid_run() -> None:
+        import ray
+
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            ex = capture.made
+            if ex is not None and ex.in_flight().get(0, 0) > 0 and ex.actor(0) is not None:
+                time.sleep(0.3)  # into the run: past the clone, inside the agent's pauses
+                killed.append(ex.facts()[0].actor_id)
+                ray.kill(ex.actor(0), no_restart=True)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_slot_0_mid_run, daemon=True)
+    killer.start()
+    out = run(sandbox, tmp_path / "ray", executor=capture, model=model, tasks=tasks, k=k)
+    killer.join(timeout=5)
+    assert killed, "the actor must be killed while its runs are in flight"
+    attempts = ResultsDir(tmp_path / "ray").attempts()
+    assert len(attempts) == len(tasks) * k  # every run recorded
+    lost = [r for recs in attempts.values() for r in recs if r.status == "harness_invalid"]
+    assert lost, "the interrupted attempt is kept"
+    for rec in lost:
+        assert rec.error is not None and "died mid-run" in rec.error.message and rec.verdict is None
+        retry = attempts[rec.run_id][rec.attempt]  # the next attempt of the same run
+        assert retry.attempt == rec.attempt + 1 and retry.valid
+    assert all(any(r.valid for r in recs) for recs in attempts.values())
+    assert outcomes(tmp_path / "ray") == outcomes(reference.results.path)
+    assert ResultsDir(tmp_path / "ray").lost_evidence() == {}
+    assert len(out.new) == len(tasks) * k + len(lost)
+
+
+def test_resume_after_the_driver_is_killed(sandbox, tmp_path, ray_address, slot_homes):
+    k = 16
+    reference = run(sandbox, tmp_path / "local", tasks=TASKS[:1], k=k)
+    crashed = tmp_path / "crashed"
+    args = [
+        *(sys.executable, "-m", "harness.cli", "audit"),
+        *("--model", "reference/stochastic", "--k", str(k), "--tasks", TASKS[0], "-j", "2"),
+        *("--executor", "ray", "--ray-address", ray_address, "--workers", str(WORKERS)),
+        *("--results", str(crashed), "--no-report"),
+    ]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    runs = crashed / "runs.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and (not runs.exists() or runs.read_bytes().count(b"\n") < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = runs.read_bytes().count(b"\n")
+    assert 3 <= partial < k, "the kill must land mid-audit"
+    rerun = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    ids = [json.loads(line)["run_id"] for line in runs.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == k
+    assert outcomes(crashed) == outcomes(reference.results.path)
+    assert ResultsDir(crashed).lost_evidence() == {}
