@@ -1,5 +1,5 @@
-"""Write an Analysis to a directory: report.md, report.html, cells.csv, axes.csv and the PNG figures;
-and the JSON summary to a file of its own."""
+"""Write an Analysis to a directory: report.md, report.html (self-contained: its figures embedded),
+cells.csv, axes.csv and the PNG figures; and the JSON summary to a file of its own."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ def write_report(analysis: Analysis, out_dir: Path, *, figures: bool = True) -> 
     names = write_figures(analysis.cells, analysis.pools, out_dir, analysis.axes) if figures else {}
     doc = build_document(analysis, names)
     written = [out_dir / n for n in names.values()]
+    # report.md links the PNGs beside it; report.html carries them, so it can travel alone.
+    pngs = {n: (out_dir / n).read_bytes() for n in names.values()}
     (out_dir / "report.md").write_text(to_markdown(doc), encoding="utf-8")
-    (out_dir / "report.html").write_text(to_html(doc), encoding="utf-8")
+    (out_dir / "report.html").write_text(to_html(doc, pngs), encoding="utf-8")
     write_csv(cells_export_frame(analysis.cells, analysis.alpha, analysis.plan), out_dir / "cells.csv")
     write_csv(axes_export_frame(analysis.axes), out_dir / "axes.csv")
     paths = ["report.md", "report.html", "cells.csv", "axes.csv"]

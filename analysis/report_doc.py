@@ -24,6 +24,7 @@ from analysis.pipeline import Analysis
 from analysis.pools import K_VALUES, PoolResult
 from analysis.report_axes import axes_section
 from analysis.report_cells import cells_section, dollars_section
+from analysis.report_findings import findings_section, pool_gaps
 
 
 def _boot(p: PoolResult, stat: str) -> str:
@@ -129,20 +130,9 @@ def _pools(a: Analysis) -> Section:
             "Rates are over valid runs; invalid: the pool's invalid runs, and the range the damage rate "
             "would lie in had every invalid run been safe, or damaging.",
             Table(headers, rows),
-            *_pool_gaps(a),
+            *pool_gaps(a),
         ],
     )
-
-
-def _pool_gaps(a: Analysis) -> list[Block]:
-    """Agents with no valid run under a condition: no pool can be formed, so say so."""
-    c = a.cells
-    agg = c.groupby(["model", "condition"]).agg(n=("n", "sum"), invalid=("invalid", "sum"))
-    empty = agg[agg["n"] == 0]
-    if empty.empty:
-        return []
-    shown = "; ".join(f"{m} under {cond} ({int(r['invalid'])} invalid)" for (m, cond), r in empty.iterrows())
-    return [f"No valid run, so no pool and no rate: {shown}."]
 
 
 def _repeats(a: Analysis) -> Section:
@@ -181,7 +171,11 @@ def _repeats(a: Analysis) -> Section:
 
 
 def build_document(a: Analysis, figures: dict[str, str]) -> Document:
-    """The report for an Analysis; ``figures`` maps figure name to its file name beside the report."""
+    """The report for an Analysis; ``figures`` maps figure name to its file name beside the report.
+
+    Findings first (what a reader acts on), then the figures, then the tables behind them: the
+    operational axes (what a reader comparing agents looks for), the input, pools, repeats, cells
+    and dollars."""
     captions = {
         "cell_rates": "Damage rate per cell with exact 95% intervals",
         "detection": "Probability of seeing damage at least once in k runs",
@@ -189,8 +183,7 @@ def build_document(a: Analysis, figures: dict[str, str]) -> Document:
         "cost_completion": "Cost per run against completion, per condition, Pareto front marked",
     }
     fig = Section("Figures", [Image(path, captions.get(name, name)) for name, path in figures.items()])
-    # The headline table comes first: it is what a reader comparing agents looks for.
-    sections = [
+    tables = [
         axes_section(a.axes, 1.0 - a.alpha, a.n_boot),
         _overview(a),
         _pools(a),
@@ -198,4 +191,4 @@ def build_document(a: Analysis, figures: dict[str, str]) -> Document:
         cells_section(a),
         dollars_section(a),
     ]
-    return Document("AgentRel damage analysis", [*sections, fig] if figures else sections)
+    return Document("AgentRel damage analysis", [findings_section(a), *([fig] if figures else []), *tables])

@@ -8,6 +8,7 @@ the index first, which reads only what an audit appended since the last request.
 
 from __future__ import annotations
 
+import gc
 import socket
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
@@ -190,4 +191,9 @@ def serve(app: Any, sock: socket.socket) -> None:
     import uvicorn
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+    # What is alive now (modules, classes, the app) lives as long as the server: out of the cyclic GC's
+    # sight, or its first full collection walks it all (~100 ms), which a first page would wait for.
+    gc.collect()
+    gc.freeze()
+    server.run(sockets=[sock])

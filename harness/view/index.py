@@ -12,17 +12,23 @@ repairs anything (it is read-only).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import threading
+from collections.abc import Iterator, Mapping, ValuesView
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from analysis.records import VALID, effective_status
 from harness.errors import UserError
+
+# Read a megabyte at a time: one read of a 150 MB file costs more in page faults than the copy.
+CHUNK = 1 << 20
 
 
 class NotResults(UserError):
@@ -59,6 +65,51 @@ class Attempt(NamedTuple):
         return (self.valid, self.attempt, self.lineno)
 
 
+# An Attempt's fields as a plain tuple: what the index holds. The cyclic GC stops tracking a plain
+# tuple of strings and numbers at its first look, but never a tuple subclass, so 100,000 Attempts held
+# as such made every full collection walk them all (some 200 ms each, one soon after every build).
+Row = tuple[Any, ...]
+
+
+def as_attempt(row: Row) -> Attempt:
+    # tuple.__new__ rather than Attempt(...): the named tuple's own __new__ is a Python function.
+    return tuple.__new__(Attempt, row)
+
+
+class _Attempts(ValuesView[Attempt]):
+    _mapping: Runs
+
+    def __iter__(self) -> Iterator[Attempt]:
+        return map(as_attempt, self._mapping.rows())
+
+
+class Runs(Mapping[str, Attempt]):
+    """Run id -> its decisive attempt, in first-seen order: the index's rows, read as Attempts.
+
+    `rows()` gives the plain tuples themselves (fields by position, as in Attempt), for a pass over
+    every run that needs no names."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: dict[str, Row]) -> None:
+        self._rows = rows
+
+    def __getitem__(self, run_id: str) -> Attempt:
+        return as_attempt(self._rows[run_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def values(self) -> ValuesView[Attempt]:
+        return _Attempts(self)
+
+    def rows(self) -> Iterator[Row]:
+        return iter(self._rows.values())
+
+
 def status_of(raw: dict[str, Any]) -> str:
     """The status a raw record counts under, by analysis's own rule."""
     verdict, error = raw.get("verdict"), raw.get("error")
@@ -69,22 +120,24 @@ def status_of(raw: dict[str, Any]) -> str:
 
 # The fast path reads the fields the index keeps straight from the bytes of a line as the harness writes
 # it (`json.dumps` of the record's fields in their declared order), matching in place in the file's
-# buffer, which is several times cheaper than parsing the whole line. It is sound because a quote that
-# ends a key is never escaped, so a pattern such as `], "max_severity": ` cannot occur inside a string
-# value. Any other line (an older harness, a string with an escape, a hand-edited record) takes the full
-# JSON parse, which gives the same answer.
-_S = rb'"([^"\\\n]*)"'
+# buffer, which is several times cheaper than parsing the whole line. It is sound because a quote inside
+# a JSON string is always escaped: `", "` and `], "max_severity": ` cannot occur inside a string value, so
+# `"[^"]*"` ends exactly at a value's closing quote. A captured value holding a backslash (an escape)
+# is decoded by `json.loads` (the cell and verdict heads, cached) or sends the line to the full parse
+# (run id, error message). Any other line (an older harness, a hand-edited record) takes the full JSON
+# parse, which gives the same answer. The character classes are the cheap ones for `re`: `[^"]` scans
+# a few times faster than `[^"\\\n]` or `[0-9a-f]`, and every line has some 400 bytes of them.
 _HEAD = re.compile(
-    rb'\{"run_id": '
-    + _S
-    + rb', ("model": "[^"\\\n]*", "agent_kind": (?:null|"[a-z]*"), "task": "[^"\\\n]*", '
-    rb'"condition": "[^"\\\n]*"), "run_index": (-?\d+), "seed": "[0-9a-f]*", "protocol_hash": "[0-9a-f]*", '
-    rb'"attempt": (\d+), ("status": "[^"\\\n]*", "verdict": (?:null|\{"outcome": "\w+", "sub_label": "\w*", '
+    rb'\{"run_id": "([^"]*)", ("model": "[^"]*", "agent_kind": (?:null|"[a-z]*"), "task": "[^"]*", '
+    rb'"condition": "[^"]*"), "run_index": (-?\d+), "seed": "[^"]*", "protocol_hash": "[^"]*", '
+    rb'"attempt": (\d+), ("status": "[^"]*", "verdict": (?:null|\{"outcome": "\w+", "sub_label": "\w*", '
     rb'"inconsistent": (?:true|false), "mutated": (?:true|false)))'
+    # A verdict without damage events (most runs) is read to its amount here, with no second search.
+    rb'(?:, "changes": \d+, "events": \[\], "max_severity": null, "dollars": "(-?[0-9]+\.[0-9]+)")?'
 )
-_EVENTS = b', "changes": '
 _TAIL = re.compile(rb'\], "max_severity": (?:null|"(\w+)"), "dollars": "(-?[0-9]+\.[0-9]+)"')
-_ERROR = re.compile(rb', "error": (?:null|\{"kind": "(\w+)", "message": ' + _S + rb"\})")
+_ERROR = re.compile(rb', "error": \{"kind": "(\w+)", "message": "([^"]*)"\}')
+_NO_ERROR = b', "error": null'
 _ZERO = Decimal("0.00")
 # Decoded once per distinct value, since they repeat on every line: cell fields, verdict heads, amounts.
 _CELLS: dict[bytes, tuple[str, str, str]] = {}
@@ -95,32 +148,43 @@ _SEVERITIES = {None: None, b"low": "low", b"medium": "medium", b"high": "high", 
 
 def parse_attempt(line: bytes, lineno: int, offset: int) -> Attempt:
     """One runs.jsonl line as an `Attempt`; raises ValueError saying what is wrong with it."""
-    fast = _fast(line, 0, len(line), lineno, offset)
-    return tuple.__new__(Attempt, fast) if fast is not None else _parsed(line, lineno, offset)
+    return as_attempt(_fast(line, 0, len(line), lineno, offset) or _parsed(line, lineno, offset))
 
 
-def _fast(buf: bytes, pos: int, end: int, lineno: int, offset: int) -> tuple[Any, ...] | None:
+def _fast(buf: bytes, pos: int, end: int, lineno: int, offset: int) -> Row | None:
     """The line buf[pos:end] (its newline included) read in place, or None when it is not in the
     harness's own shape (then the full parse reads it)."""
     head = _HEAD.match(buf, pos, end)
     if head is None:
         return None
-    rid, cell, index, attempt, verdict = head.groups()
+    rid, cell, index, attempt, verdict, amount = head.groups()
+    if b"\\" in rid:
+        return None
     at = head.end()
     severity, dollars, events = None, _ZERO, 0
-    if not verdict.endswith(b"null"):
-        tail = _TAIL.match(buf, buf.find(b'], "max_severity": ', at, end), end)
+    if amount is not None:
+        dollars = _DOLLARS.get(amount) or _DOLLARS.setdefault(amount, Decimal(amount.decode()))
+    elif verdict[-1] != 108:  # not `"verdict": null` (108 is "l")
+        cut = buf.find(b'], "max_severity": ', at, end)
+        tail = _TAIL.match(buf, cut, end) if cut > 0 else None
         if tail is None:
             return None
-        events = buf.count(b'{"rule": ', at, tail.start())
+        events = buf.count(b'{"rule": ', at, cut)
         sev, amount = tail.groups()
         severity = _SEVERITIES[sev] if sev in _SEVERITIES else sev.decode()
         dollars = _DOLLARS.get(amount) or _DOLLARS.setdefault(amount, Decimal(amount.decode()))
         at = tail.end()
-    err = _ERROR.match(buf, buf.find(b', "error": ', at, end), end)
-    if err is None:
+    cut = buf.find(b', "error": ', at, end)
+    if cut < 0:
         return None
-    kind, message = err.groups()
+    kind = message = None
+    if not buf.startswith(_NO_ERROR, cut):
+        err = _ERROR.match(buf, cut, end)
+        if err is None:
+            return None
+        kind, message = err.groups()
+        if b"\\" in message:
+            return None
     model_task_cond = _CELLS.get(cell) or _CELLS.setdefault(cell, _cell_fields(cell))
     status, outcome, damaged = _HEADS.get((verdict, kind)) or _HEADS.setdefault(
         (verdict, kind), _verdict_head(verdict, kind)
@@ -160,7 +224,7 @@ def _verdict_head(head: bytes, kind_raw: bytes | None) -> tuple[str, str | None,
     return status, outcome, damaged
 
 
-def _parsed(line: bytes, lineno: int, offset: int) -> Attempt:
+def _parsed(line: bytes, lineno: int, offset: int) -> Row:
     raw = json.loads(line)
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
@@ -180,7 +244,7 @@ def _parsed(line: bytes, lineno: int, offset: int) -> Attempt:
     outcome = verdict.get("outcome")
     # Mutation-then-error is damage, error-without-mutation is not (as analysis.load_results).
     damaged = outcome == "FAIL_DAMAGE" or (error.get("kind") == "agent" and bool(verdict.get("mutated")))
-    return Attempt(
+    return (
         raw["run_id"],
         raw["model"],
         raw["task"],
@@ -205,8 +269,8 @@ class Snapshot:
     """What the index holds at one moment; pages are computed from it and never see a half-read file."""
 
     version: int
-    runs: dict[str, Attempt]  # run id -> its decisive attempt, in first-seen order
-    attempts: dict[str, int]  # run id -> how many attempts it had
+    runs: Runs  # run id -> its decisive attempt, in first-seen order
+    attempts: dict[str, int]  # run id -> how many attempts it had, for runs with more than one
     problems: list[str] = field(default_factory=list)  # damaged lines, with their line numbers
     torn: bool = False
     manifest: dict[str, Any] | None = None
@@ -225,7 +289,7 @@ class ResultsIndex:
         self._offset = 0
         self._lineno = 0
         self._ident: tuple[int, int] | None = None
-        self._runs: dict[str, Attempt] = {}
+        self._runs: dict[str, Row] = {}
         self._attempts: dict[str, int] = {}
         self._problems: list[str] = []
         self._torn = False
@@ -251,7 +315,7 @@ class ResultsIndex:
             self._refresh()
             return Snapshot(
                 self._version,
-                self._runs,
+                Runs(self._runs),
                 self._attempts,
                 list(self._problems),
                 self._torn,
@@ -283,20 +347,18 @@ class ResultsIndex:
         if st.st_size == self._offset:
             self._torn = False
             return
-        with open(self.runs_path, "rb") as fh:
-            fh.seek(self._offset)
-            data = fh.read(st.st_size - self._offset)
-        end = data.rfind(b"\n") + 1
-        self._torn = end != len(data)
-        if end == 0:
-            return
         # Copied, not mutated: a page being computed from the previous snapshot keeps iterating it.
         runs, attempts = dict(self._runs), dict(self._attempts)
-        problems = _span(data, 0, end, self._lineno, self._offset, runs, attempts)
+        with open(self.runs_path, "rb") as fh, _gc_paused():
+            fh.seek(self._offset)
+            offset, lineno, problems, self._torn = _read(
+                fh, st.st_size - self._offset, self._offset, self._lineno, runs, attempts
+            )
+        if offset == self._offset:
+            return
         self._problems += [f"{self.runs_path}:{p}" for p in problems]
-        self._lineno += data.count(b"\n", 0, end)
-        offset = self._offset + end
-        self._offset, self._runs, self._attempts = offset, runs, attempts
+        self._offset, self._lineno = offset, lineno
+        self._runs, self._attempts = runs, attempts
         self._version += 1
 
     def _read_manifest(self) -> None:
@@ -318,6 +380,49 @@ class ResultsIndex:
         self._manifest = raw if isinstance(raw, dict) else None
 
 
+def _read(
+    fh: BinaryIO, size: int, offset: int, lineno: int, runs: dict[str, Row], attempts: dict[str, int]
+) -> tuple[int, int, list[str], bool]:
+    """Index the complete lines of the next `size` bytes of fh, which starts at file offset `offset`
+    after line `lineno`, a chunk at a time; returns the offset and line number after the last complete
+    line, the problems found and whether a torn line follows it."""
+    problems: list[str] = []
+    carry: list[bytes] = []  # the start of a line that continues in the next chunk
+    while size > 0:
+        chunk = fh.read(min(CHUNK, size))
+        if not chunk:
+            break  # cut shorter while being read: the rest is read next time
+        size -= len(chunk)
+        start, end = 0, chunk.rfind(b"\n") + 1
+        if end == 0:
+            carry.append(chunk)
+            continue
+        if carry:  # the line cut at the last chunk's end, read on its own (never a copy of the chunk)
+            start = chunk.index(b"\n") + 1
+            line = b"".join([*carry, chunk[:start]])
+            problems += _span(line, 0, len(line), lineno, offset, runs, attempts)
+            lineno, offset = lineno + 1, offset + len(line)
+        problems += _span(chunk, start, end, lineno, offset - start, runs, attempts)
+        lineno += chunk.count(b"\n", start, end)
+        offset += end - start
+        carry = [chunk[end:]] if end < len(chunk) else []
+    return offset, lineno, problems, bool(carry)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Hold the cyclic collector while a span is read: the index keeps every tuple it makes, so each
+    collection in between only re-scans them (and everything else alive) for nothing, which cost a
+    third of the first page at 100,000 runs. Attempts hold no cycles; nothing is left to collect."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _short(exc: ValueError) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"not valid JSON at column {exc.colno}"
@@ -330,30 +435,28 @@ def _span(
     stop: int,
     lineno: int,
     base: int,
-    runs: dict[str, Attempt],
+    runs: dict[str, Row],
     attempts: dict[str, int],
 ) -> list[str]:
     """Read the complete lines of data[pos:stop] into `runs` (each run's decisive attempt: its latest
     valid one, else its latest, as analysis.attempts) and `attempts`; return the problems found."""
     problems: list[str] = []
-    new = tuple.__new__
+    find, fast, held_of = data.find, _fast, runs.get
     while pos < stop:
-        eol = data.index(b"\n", pos) + 1
+        eol = find(b"\n", pos, stop) + 1
         lineno += 1
         try:
-            fast = _fast(data, pos, eol, lineno, base + pos)
-            a = new(Attempt, fast) if fast is not None else _parsed(data[pos:eol], lineno, base + pos)
+            a = fast(data, pos, eol, lineno, base + pos) or _parsed(data[pos:eol], lineno, base + pos)
         except ValueError as exc:
             if data[pos:eol].strip():
                 problems.append(f"{lineno}: not a run record ({_short(exc)}); left out")
         else:
             rid = a[0]
-            held = runs.get(rid)
+            held = held_of(rid)
             if held is None:
                 runs[rid] = a
-                attempts[rid] = 1
             else:
-                attempts[rid] += 1
+                attempts[rid] = attempts.get(rid, 1) + 1
                 if (a[6] == VALID, a[5], lineno) > (held[6] == VALID, held[5], held[13]):
                     runs[rid] = a
         pos = eol

@@ -17,7 +17,7 @@ from typing import Any
 
 from analysis.intervals import clopper_pearson
 from analysis.required_k import required_k
-from harness.view.index import VALID, Attempt, Snapshot
+from harness.view.index import VALID, Attempt, Snapshot, as_attempt
 
 SEVERITY_ORDER = {"low": 1, "medium": 2, "high": 3, "critical": 4}
 SEVERITY_NAMES = {v: k for k, v in SEVERITY_ORDER.items()}
@@ -130,10 +130,10 @@ def cells(snap: Snapshot) -> list[Cell]:
     """One cell per (agent, task, condition) seen, in first-seen order; tasks and conditions the
     manifest names but no record has reached yet appear with their pending runs."""
     # One pass, a few operations per run: this is most of the headline's cost at 100,000 runs, so the
-    # fields are read by position (model, task, condition = a[1:4]; see index.Attempt).
+    # index's rows are read by position (model, task, condition = a[1:4]; see index.Attempt).
     acc: dict[tuple[str, str, str], list[Any]] = {}
     order = SEVERITY_ORDER
-    for a in snap.runs.values():
+    for a in snap.runs.rows():
         key = a[1:4]
         c = acc.get(key)
         if c is None:
@@ -208,11 +208,10 @@ def headline(snap: Snapshot, all_cells: list[Cell], findings: int = 10) -> Headl
     for c in all_cells:
         by_agent.setdefault((c.agent, c.condition), []).append(c)
     rows = [_agent_row(agent, cond, cs) for (agent, cond), cs in by_agent.items()]
-    damaging = [a for a in snap.runs.values() if a[8] and a[6] == VALID]  # damaged, valid
+    damaging = [a for a in snap.runs.rows() if a[8] and a[6] == VALID]  # damaged, valid
+    # By position: dollars, worst severity, run id (see index.Attempt).
     worst = heapq.nsmallest(
-        findings,
-        damaging,
-        key=lambda a: (-a.dollars, -SEVERITY_ORDER.get(a.max_severity or "", 0), a.run_id),
+        findings, damaging, key=lambda a: (-a[9], -SEVERITY_ORDER.get(a[10] or "", 0), a[0])
     )
     invalid: Counter[str] = Counter()
     for c in all_cells:
@@ -220,7 +219,7 @@ def headline(snap: Snapshot, all_cells: list[Cell], findings: int = 10) -> Headl
     return Headline(
         version=snap.version,
         rows=rows,
-        findings=worst,
+        findings=[as_attempt(a) for a in worst],
         damaging_runs=len(damaging),
         runs=len(snap.runs),
         invalid=dict(sorted(invalid.items())),

@@ -116,7 +116,7 @@ def test_analyze_round_trip_on_a_small_csv(runner, app, small_csv, tmp_path):
     assert "reference/stochastic (reference agent)" in report
     assert "| m1 | model |" in report
     html = (out / "report.html").read_text()
-    assert "<table>" in html and 'src="detection.png"' in html
+    assert "<table>" in html and 'src="data:image/png;base64,' in html
 
 
 def test_analyze_is_seeded(runner, app, small_csv, tmp_path):

@@ -9,40 +9,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from playwright.sync_api import expect
 
-from tests.browser.support import DAMAGING, TASK, served, small_audit
-
-playwright_sync = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def audited(sandbox, tmp_path_factory) -> Path:
-    return small_audit(sandbox, tmp_path_factory.mktemp("view-browser") / "results")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium")
-    with playwright_sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+from tests.browser.support import DAMAGING, TASK, served
 
 
 def test_from_the_headline_to_the_damaged_row(audited, browser, tmp_path):
@@ -89,7 +60,7 @@ def test_a_live_headline_follows_an_audit_that_appends(audited, browser, tmp_pat
             fh.write(json.dumps({**line, "run_id": "late__run__clean__0001", "run_index": 7}) + "\n")
         # view.js polls every 2 s and reloads when the index moves on (the page's CSP forbids eval, so
         # the wait is Playwright's own assertion, not a script run in the page).
-        playwright_sync.expect(page.locator(".summary")).to_contain_text("3 runs recorded", timeout=15_000)
+        expect(page.locator(".summary")).to_contain_text("3 runs recorded", timeout=15_000)
         assert page.locator("#live").is_visible()
         page.screenshot(path=str(tmp_path / "live.png"))
 

@@ -1,0 +1,142 @@
+"""The report's first section: what the audit found, one row per agent and condition, read in ten
+seconds. Damage rate with its interval, the chance one run of a damaging cell shows no damage, the
+repeats needed to see the rarest damaging cell's damage, and the expected loss per run.
+
+Nothing here estimates anything: each number is a pool's (analysis.pools) or the audit plan's
+(analysis.audit_plan), the same values summary.json writes, only chosen and formatted.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.doc import Block, Section, Table, fmt, fmt_ci, fmt_k, fmt_money, pool_label
+from analysis.pipeline import Analysis
+from analysis.pools import PoolResult
+
+
+def shown_pools(a: Analysis) -> list[PoolResult]:
+    """Every agent's pool, then, per condition, the "all" pool where it pools more than one agent
+    (else it repeats that one)."""
+    shown = [p for p in a.pools if p.spec.model != "all" or len(p.spec.agents) > 1]
+    return sorted(shown, key=lambda p: (p.spec.condition, p.spec.model == "all"))
+
+
+def rarest_damaging_cell(a: Analysis, p: PoolResult) -> pd.Series | None:
+    """The pool's damaging cell that needs the most repeats (the lowest damage rate), from the plan."""
+    plan = a.plan
+    mine = plan[(plan["condition"] == p.spec.condition) & plan["model"].isin(p.spec.agents) & (plan["x"] > 0)]
+    if mine.empty:
+        return None
+    row: pd.Series = mine.loc[mine["k_point"].astype("float64").idxmax()]
+    return row
+
+
+def _interval(p: PoolResult, stat: str) -> str:
+    """The statistic's cluster-bootstrap interval; none when the analysis ran without resamples."""
+    b = p.bootstrap.get(stat)
+    return f" {fmt_ci(*b.percentile)}" if b else ""
+
+
+def _required(a: Analysis, p: PoolResult) -> str:
+    cell = rarest_damaging_cell(a, p)
+    if cell is None:
+        return "– (no damage seen)"
+    where = cell["task"] if p.spec.model != "all" else f"{cell['model']} · {cell['task']}"
+    return f"{fmt_k(cell['k_point'])} ({where})"
+
+
+def _loss(p: PoolResult, has_dollars: bool) -> str:
+    if not has_dollars or p.expected_dollars_per_run is None:
+        return "–"
+    b = p.bootstrap.get("expected_dollars_per_run")
+    interval = f" [{fmt_money(b.percentile[0])}, {fmt_money(b.percentile[1])}]" if b else ""
+    return fmt_money(p.expected_dollars_per_run) + interval
+
+
+def _invalid(p: PoolResult) -> str:
+    if not p.invalid:
+        return "0"
+    return f"{p.invalid}: rate over all runs in {fmt_ci(*p.damage_rate_bounds)}"
+
+
+def finding_row(a: Analysis, p: PoolResult) -> list[str]:
+    return [
+        pool_label(p),
+        p.spec.condition,
+        fmt(p.stats["damage_rate"]) + _interval(p, "damage_rate"),
+        f"{p.damaged_runs}/{p.runs}",
+        _invalid(p),
+        fmt(p.stats["miss_rate_pair"]),
+        _required(a, p),
+        _loss(p, a.loaded.has_dollars),
+    ]
+
+
+def _lead(a: Analysis, pools: list[PoolResult]) -> list[Block]:
+    invalid = len(a.loaded.invalid)
+    blocks: list[Block] = []
+    worst = [p for p in pools if p.spec.model != "all" and math.isfinite(p.stats["damage_rate"])]
+    # Reference and scripted agents calibrate the harness: the lead names a model where there is one.
+    worst = [p for p in worst if p.spec.agent_kind == "model"] or worst
+    if worst and not any(p.damaged_runs for p in worst):
+        who = "model" if worst[0].spec.agent_kind == "model" else "agent"
+        blocks.append(f"No {who} damaged in any of its valid runs ({sum(p.runs for p in worst)} in all).")
+    elif worst:
+        top = max(worst, key=lambda p: (p.stats["damage_rate"], p.spec.model))
+        line = (
+            f"Highest damage rate: {pool_label(top)} under `{top.spec.condition}`, "
+            f"{top.damaged_runs} of {top.runs} valid runs ({fmt(top.stats['damage_rate'])})"
+        )
+        priced = [p for p in worst if (p.expected_dollars_per_run or 0.0) > 0]
+        if a.loaded.has_dollars and priced:
+            dear = max(priced, key=lambda p: (p.expected_dollars_per_run or 0.0, p.spec.model))
+            line += (
+                f"; highest expected loss: {pool_label(dear)} under `{dear.spec.condition}`, "
+                f"{fmt_money(dear.expected_dollars_per_run)} per run"
+            )
+        blocks.append(line + ".")
+    blocks.append(
+        f"{invalid} invalid run(s) (the harness or the provider broke them) enter no rate: each is counted "
+        "in its row, with the range the damage rate would lie in had it been safe or damaging."
+        if invalid
+        else "Every run is valid."
+    )
+    return blocks
+
+
+def pool_gaps(a: Analysis) -> list[Block]:
+    """Agents with no valid run under a condition: no pool can be formed, so say so."""
+    c = a.cells
+    agg = c.groupby(["model", "condition"]).agg(n=("n", "sum"), invalid=("invalid", "sum"))
+    empty = agg[agg["n"] == 0]
+    if empty.empty:
+        return []
+    shown = "; ".join(f"{m} under {cond} ({int(r['invalid'])} invalid)" for (m, cond), r in empty.iterrows())
+    return [f"No valid run, so no pool and no rate: {shown}."]
+
+
+def findings_section(a: Analysis) -> Section:
+    level = f"{1 - a.alpha:.0%}"
+    pools = shown_pools(a)
+    heads = [
+        "agent",
+        "condition",
+        f"damage rate [{level} CI]",
+        "damaged / valid runs",
+        "invalid",
+        "single-run miss rate",
+        f"required k at {level} (rarest damaging cell)",
+        "expected loss per run",
+    ]
+    legend = (
+        "Damage rate: damaging runs / valid runs (interval: cluster bootstrap over tasks). Single-run miss "
+        "rate: the chance that one run of a cell that can damage shows no damage, averaged over such cells: "
+        "how little one clean audit run proves. Required k: the repeats after which the agent's "
+        f"hardest-to-see damaging cell (lowest observed rate) has shown its damage with probability {level}. "
+        "Expected loss: priced damage / valid runs. Per-cell numbers and methods are in the sections below."
+    )
+    rows = [finding_row(a, p) for p in pools]
+    return Section("Findings", [*_lead(a, pools), Table(heads, rows), legend, *pool_gaps(a)])

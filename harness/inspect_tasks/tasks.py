@@ -1,0 +1,47 @@
+"""One Inspect `Task` per AgentRel task: its prompts as the sample, the MCP-backed run as the solver,
+the state-diff verdict as the scorer."""
+
+from __future__ import annotations
+
+from inspect_ai import Task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+
+from harness.agents.base import DEFAULT_MAX_STEPS
+from harness.conditions.model import resolve_condition
+from harness.errors import UsageError
+from harness.inspect_tasks.run import mcp_run
+from harness.inspect_tasks.score import state_diff_verdict
+from harness.tasks import Task as SuiteTask
+from harness.tasks import load_suite
+
+NAMESPACE = "agentrel"
+# AgentRel's step budget in Inspect's terms: the two prompts, then a model turn and its tool result per step.
+MESSAGE_LIMIT = 2 + 2 * DEFAULT_MAX_STEPS
+
+
+def suite_task(task_id: str) -> SuiteTask:
+    chosen = [t for t in load_suite(patterns=[task_id]) if t.id == task_id]
+    if not chosen:
+        raise UsageError(f"no AgentRel task {task_id!r}; `agentrel tasks list` names them")
+    return chosen[0]
+
+
+def agentrel_task(task_id: str, condition: str = "clean") -> Task:
+    """The Inspect task for one AgentRel task under one condition (clean, noisy or a condition YAML)."""
+    t = suite_task(task_id)
+    declared = resolve_condition(condition)
+    if declared.adversarial is not None:  # as `agentrel mcp serve` says: not over MCP yet
+        raise UsageError("condition: the adversarial condition is not available over MCP yet")
+    sample = Sample(
+        id=t.id,
+        input=[ChatMessageSystem(content=t.system_prompt), ChatMessageUser(content=t.user_prompt)],
+        metadata={"task": t.id, "title": t.title, "lever": t.lever, "condition": declared.name},
+    )
+    return Task(
+        dataset=[sample],
+        solver=mcp_run(t.id, condition),
+        scorer=state_diff_verdict(),
+        message_limit=MESSAGE_LIMIT,
+        metadata={"agentrel_task": t.id, "condition": declared.name},
+    )
