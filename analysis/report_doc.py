@@ -24,6 +24,7 @@ from analysis.pipeline import Analysis
 from analysis.pools import K_VALUES, PoolResult
 from analysis.report_axes import axes_section
 from analysis.report_cells import cells_section, dollars_section
+from analysis.report_faults import faults_section
 from analysis.report_findings import findings_section, pool_gaps
 
 
@@ -185,6 +186,7 @@ def build_document(a: Analysis, figures: dict[str, str]) -> Document:
     fig = Section("Figures", [Image(path, captions.get(name, name)) for name, path in figures.items()])
     tables = [
         axes_section(a.axes, 1.0 - a.alpha, a.n_boot),
+        *([faults_section(a.loaded.faults)] if a.loaded.faults is not None else []),
         _overview(a),
         _pools(a),
         _repeats(a),

@@ -102,3 +102,16 @@ def test_adding_an_invalid_run_never_raises_a_bound():
 
 def test_no_schedule_no_fault_report():
     assert fault_report(Manifest.model_validate({"agents": [], "k": 1}), []) is None
+
+
+def test_the_report_section_leads_with_coverage_and_names_what_is_missing():
+    from analysis.report_faults import faults_section
+
+    report = fault_report(manifest(2), [run("t1", "fault:lost", 1, "valid")])
+    assert report is not None
+    section = faults_section(report)
+    assert section.title == "Faults (s)"
+    assert section.blocks[0].startswith("faults (s): 1/4 fault runs witnessed")
+    scores = section.blocks[2]
+    assert "bounds [0.250, 1.000]" in scores.rows[0][4]  # never 1/1
+    assert section.blocks[-1].startswith("Never recorded: ") and "__t2__fault:lost__0002" in section.blocks[-1]
