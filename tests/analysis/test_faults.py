@@ -114,4 +114,5 @@ def test_the_report_section_leads_with_coverage_and_names_what_is_missing():
     assert section.blocks[0].startswith("faults (s): 1/4 fault runs witnessed")
     scores = section.blocks[2]
     assert "bounds [0.250, 1.000]" in scores.rows[0][4]  # never 1/1
-    assert section.blocks[-1].startswith("Never recorded: ") and "__t2__fault:lost__0002" in section.blocks[-1]
+    missing = section.blocks[-1]
+    assert missing.startswith("Never recorded: ") and "__t2__fault:lost__0002" in missing
