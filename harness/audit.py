@@ -23,6 +23,9 @@ from harness.manifest import build_manifest, write_or_check
 from harness.matrix import expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
+from harness.publication.environment import observe_environment, write_execution_environment
+from harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
+from harness.publication.policy import load_policy
 from harness.recipe import RunRecipe, build_context, resolve_agents
 from harness.records import ResultsDir, RunRecord
 from harness.runner import DEFAULT_FAULT_TIMEOUT_S, DEFAULT_MAX_ATTEMPTS, run_matrix
@@ -117,6 +120,18 @@ def audit(
     # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
     # (which would walk every row of every template at each labelling), without pausing the collector.
     gc.freeze()
+    unattackable = {t.id for t in tasks if catalogue is not None and not catalogue.goals_for(t)}
+    # Cells the matrix leaves out, preregistered as such: a validator counts them neither missing nor run.
+    excluded = [
+        {
+            "task": t,
+            "condition": c.name,
+            "reason": "cannot be attacked: no injected goal acts through its tools",
+        }
+        for c in declared
+        if c.adversarial
+        for t in sorted(unattackable)
+    ]
     manifest = build_manifest(
         tasks=tasks,
         seed_digest=sandbox.seed_template().digest,
@@ -130,6 +145,7 @@ def audit(
         max_steps=max_steps,
         max_attempts=max_attempts,
         faults=schedule.manifest_entry() if schedule is not None else None,
+        excluded_cells=excluded,
     )
     rd = ResultsDir(results)
     rd.open()  # the writer's lock and a write probe, before anything is spent
@@ -140,10 +156,12 @@ def audit(
                 "an attempt cut short, which runs again"
             )
         protocol = write_or_check(rd.manifest, manifest)
+        freeze = load_freeze(rd.path)
+        if freeze is not None and (why := frozen_refusal(freeze, manifest)):
+            raise UsageError(f"{rd.path}: {why}; amend the protocol in another --results directory")
         for p in prepared.values():
             rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
         fault_cells = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []
-        unattackable = {t.id for t in tasks if catalogue is not None and not catalogue.goals_for(t)}
         plans = [
             p
             for p in expand(list(agents), [t.id for t in tasks], list(by_name), k, fault_cells)
@@ -153,6 +171,9 @@ def audit(
             say(f"task {task_id} cannot be attacked (no injected goal acts through its tools): left out")
         if plan_only:  # the preregistered matrix is on disk; nothing runs until the protocol is frozen
             return AuditOutcome(rd, protocol, len(plans), 0, [], 0.0, {})
+        # What the runs execute on, observed from its sources; a resume on a drifted environment stops.
+        env_policy = load_policy().environment
+        write_execution_environment(results, observe_environment(sandbox, env_policy), env_policy)
         attempts = rd.attempts()
         lost = rd.lost_evidence(attempts)
         if lost:
@@ -160,7 +181,8 @@ def audit(
             say(f"{len(lost)} recorded run(s) lost their evidence and run again (first: {first}: {why})")
         finished = rd.finished(max_attempts, attempts) - lost.keys()
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
-        recipe = recipe.model_copy(update={"protocol_hash": protocol})
+        frozen_by = freeze_digest(freeze) if freeze is not None else None
+        recipe = recipe.model_copy(update={"protocol_hash": protocol, "frozen_by": frozen_by})
         ctx = build_context(
             recipe, sandbox, tasks=tasks, prepared=prepared, agents=agents, receipts=rd.path / "receipts"
         )
@@ -169,7 +191,10 @@ def audit(
             new: list[RunRecord] = []
             if pending:
                 slots = executor(recipe, ctx, concurrency)
-                new = asyncio.run(run_matrix(slots, rd, bases, pending, max_attempts, progress))
+                try:
+                    new = asyncio.run(run_matrix(slots, rd, bases, pending, max_attempts, progress))
+                finally:
+                    rd.note_slots(getattr(slots, "facts", lambda: [])())
             rate = progress.runs_per_second
     finally:
         rd.close()

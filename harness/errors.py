@@ -18,6 +18,14 @@ class CheckFailed(UserError):
     """The command ran and found a problem (a spec error, a proof mismatch)."""
 
 
+class Refused(CheckFailed):
+    """The inputs do not permit the operation (a comparison, a supersession); nothing was written."""
+
+
+class IntegrityFailure(UserError):
+    """An append-only or content-addressed file was edited or cut (a broken hash chain, a torn line)."""
+
+
 class EnvironmentFailure(UserError):
     """A missing binary, an unreachable server, an unusable or locked directory, a full disk."""
 

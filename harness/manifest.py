@@ -35,6 +35,7 @@ def build_manifest(
     max_attempts: int,
     injections: str | None = None,
     faults: dict[str, Any] | None = None,
+    excluded_cells: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "format": "agentrel-manifest/1",
@@ -63,6 +64,8 @@ def build_manifest(
         manifest["injection_catalogue_digest"] = injections
     if faults is not None:  # the resolved fault schedule, identical for every agent of the audit
         manifest["faults"] = faults
+    if excluded_cells:  # only when there are any, so matrices without exclusions keep their hash
+        manifest["excluded_cells"] = excluded_cells
     return manifest
 
 
@@ -88,10 +91,12 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
             )
         old_hash = protocol_hash(old)
         if old_hash != digest:
-            changed = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+            from harness.publication.identity import refusal_message  # it imports the evaluator's code
+
+            why = refusal_message(old, manifest) or "the manifests differ"
             raise UsageError(
                 f"{path.parent}: protocol hash {old_hash[:12]} differs from this matrix's {digest[:12]} "
-                f"(changed: {', '.join(changed)}); use another --results directory"
+                f"({why}); use another --results directory"
             )
         return digest
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,7 @@ class RunRecipe(BaseModel):
     run_timeout_s: float = 1800.0
     schedule: ResolvedSchedule | None = None
     fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S
+    frozen_by: str | None = None  # the digest of the protocol freeze the runs are recorded under
 
 
 def resolve_agents(recipe: RunRecipe) -> dict[str, Agent]:
@@ -79,4 +80,5 @@ def build_context(
         schedule=recipe.schedule,
         receipts=receipts,
         fault_timeout_s=recipe.fault_timeout_s,
+        frozen_by=recipe.frozen_by,
     )

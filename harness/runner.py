@@ -64,6 +64,7 @@ class RunContext:
     # the driver, since the record (which carries them too) is only written once the run has ended.
     receipts: Path | None = None
     fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S
+    frozen_by: str | None = None
 
 
 @dataclass
@@ -151,6 +152,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         events=session.events,
         exposure=injection.exposure if injection is not None else None,
         fault=outcome,
+        frozen_by=ctx.frozen_by,
         script=result.script if result else None,
         final_message=result.final_message if result else None,
         tool_calls=[

@@ -47,6 +47,18 @@ def load(path: Path, allow_mixed: bool) -> LoadedInput:
         return load_input(path, allow_mixed_protocols=allow_mixed)
 
 
+def publication_status(results: Path) -> str:
+    """Whether what `analyze` shows may be published (`agentrel publish` decides the same way)."""
+    from harness.errors import UserError
+    from harness.publication.publish import eligibility_of, status_line
+
+    directory = results if results.is_dir() else results.parent
+    try:
+        return status_line(eligibility_of(directory))
+    except UserError as exc:
+        return f"evidence only, not publishable (cannot validate: {exc})"
+
+
 def run_counts(loaded: LoadedInput, cells: int) -> str:
     """'N valid runs, 3 invalid (provider_invalid 2, ...) in M cells; R retried attempts' for stderr."""
     from analysis.normalized import describe_invalid
@@ -87,6 +99,8 @@ def analyze_command(
     from analysis.pipeline import analyze
 
     loaded = load(input, allow_mixed_protocols)
+    if loaded.kind == "results":
+        err.print(f"agentrel: {publication_status(input)}", markup=False, soft_wrap=True)
     out_dir = out or _default_out(input)
     with user_errors(), err.status("analysing") as status:
         result = analyze(loaded, n_boot=bootstrap, seed=seed, progress=lambda m: status.update(m))

@@ -92,6 +92,34 @@ def audit(
     dsn: Dsn = None,
     backend: Backend = None,
     image: Image = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            envvar="AGENTREL_EXECUTOR",
+            help="Where runs are attempted: local (this process) or ray (one Ray actor per worker, each "
+            "with its own sandbox; needs agentrel[ray]). Only this process writes the results.",
+            rich_help_panel="Executor",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            envvar="AGENTREL_RAY_ADDRESS",
+            help="A running Ray cluster (host:port); default: start Ray on this machine, on 127.0.0.1.",
+            rich_help_panel="Executor",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Ray actors, each running --concurrency runs (default: one per CPU of the Ray cluster).",
+            rich_help_panel="Executor",
+        ),
+    ] = None,
 ) -> None:
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
@@ -99,12 +127,14 @@ def audit(
     while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete."""
     from harness.audit import audit as run_audit
     from harness.audit import default_results_dir
+    from harness.executors import resolve_executor
     from harness.records import ResultsDir
     from sandbox.sandbox import Sandbox
 
     models = split_list(model or ["reference/stochastic"])
     patterns = split_list(tasks or ["*"])
     results = results or default_results_dir(models, k, patterns)
+    slots = resolve_executor(executor, ray_address, workers)
     try:
         with sandbox_errors():
             sb = Sandbox.open(dsn, backend, image=image)
@@ -124,6 +154,7 @@ def audit(
                 fault_timeout_s=fault_timeout,
                 plan_only=plan,
                 say=lambda message: err.print(f"agentrel: {message}", markup=False),
+                executor=slots,
             )
     except KeyboardInterrupt:
         done = len(ResultsDir(results).finished(max_attempts))

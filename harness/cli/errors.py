@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from harness.errors import AuthFailure, CheckFailed, EnvironmentFailure, UsageError, UserError
+from harness.errors import AuthFailure, CheckFailed, EnvironmentFailure, Refused, UsageError, UserError
 
 __all__ = ["ExitCode", "UserError", "exit_code"]
 
@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad flags or arguments
     BAD_INPUT = 3  # a file the user gave cannot be used
     ENVIRONMENT = 4  # a missing binary, an unreachable server, refused credentials, an unusable directory
+    REFUSED = 5  # the inputs do not permit the operation (a comparison, a supersession); nothing written
     INTERRUPTED = 130
 
 
@@ -27,6 +28,8 @@ def exit_code(exc: UserError) -> ExitCode:
         return ExitCode.ENVIRONMENT
     if isinstance(exc, UsageError):
         return ExitCode.USAGE
+    if isinstance(exc, Refused):
+        return ExitCode.REFUSED
     if isinstance(exc, CheckFailed):
         return ExitCode.FAILED
     return ExitCode.BAD_INPUT

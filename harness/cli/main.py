@@ -27,7 +27,21 @@ app = typer.Typer(
 )
 
 # Each module exposes `register(app)`; a module that is not built yet is simply absent.
-COMMAND_MODULES = ("sandbox", "spec", "tasks", "mcp", "audit", "analyze", "export", "view", "faults")
+COMMAND_MODULES = (
+    "sandbox",
+    "spec",
+    "tasks",
+    "mcp",
+    "audit",
+    "analyze",
+    "export",
+    "view",
+    "faults",
+    "compare",
+    "registry",
+    "protocol",
+    "publish",
+)
 
 for _name in COMMAND_MODULES:
     try:

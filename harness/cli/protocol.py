@@ -1,0 +1,68 @@
+"""`agentrel protocol freeze|show RESULTS`: bind a results directory's protocol before its measured runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    help="A results directory's protocol: freeze it before the measured runs.", no_args_is_help=True
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+Results = Annotated[Path, typer.Argument(help="A results directory (its manifest.json from `audit --plan`).")]
+
+
+@app.command()
+def freeze(
+    results: Results,
+    by: Annotated[str, typer.Option("--by", help="Who freezes the protocol (kept in freeze.json).")],
+) -> None:
+    """Write freeze.json: the protocol hash and its parts, who, when. Earlier runs stay evidence."""
+    from harness.publication.freeze import FREEZE_FILE, freeze_digest, write_freeze
+
+    record, wrote = write_freeze(results, by)
+    if (results / "runs.jsonl").exists() and wrote:
+        err.print(
+            f"agentrel protocol: {results / 'runs.jsonl'} already holds runs: they were recorded before the "
+            "freeze and stay evidence only",
+            markup=False,
+        )
+    state = "frozen" if wrote else "already frozen"
+    out.print(
+        f"{results / FREEZE_FILE}: {state} by {record.by} at {record.at}: protocol {record.protocol_hash} "
+        f"(freeze {freeze_digest(record)[:12]})",
+        markup=False,
+    )
+
+
+@app.command()
+def show(
+    results: Results,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the identity as JSON.")] = False,
+) -> None:
+    """The protocol identity this manifest, policy and code give, and whether a freeze binds it."""
+    from harness.publication.freeze import freeze_digest, load_freeze, read_manifest
+    from harness.publication.identity import identity_of
+
+    identity = identity_of(read_manifest(results))
+    record = load_freeze(results)
+    bound = record is not None and record.protocol_hash == identity.protocol_hash
+    state = "draft" if record is None else ("frozen" if bound else "frozen under another protocol")
+    if json_out:
+        doc = {**identity.model_dump(), "state": state, "freeze": freeze_digest(record) if record else None}
+        typer.echo(json.dumps(doc, indent=1))
+        return
+    for name, value in identity.model_dump().items():
+        out.print(f"{name:<24} {value}", markup=False)
+    detail = f" (by {record.by} at {record.at}, protocol {record.protocol_hash[:12]})" if record else ""
+    out.print(f"{'state':<24} {state}{detail}", markup=False)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="protocol")

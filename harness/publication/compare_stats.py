@@ -1,0 +1,214 @@
+"""The paired statistics of a comparison, pure: runs of two subjects on the same seeds in, tests out.
+
+Two subjects' runs of one cell on one seed met the same faults and payloads (the per-run seed does not
+depend on the subject), so they pair. Per cell, an exact McNemar test on the discordant pairs, on damage
+and on completion, Holm-adjusted within a (pair, axis) family; overall and per condition, a cluster
+bootstrap over tasks (analysis/bootstrap.py) of the difference in rates.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from math import comb
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict
+
+from analysis.bootstrap import cluster_bootstrap
+
+__all__ = [
+    "AXES",
+    "CellTest",
+    "PairedRun",
+    "RateDifference",
+    "cell_tests",
+    "holm",
+    "mcnemar_exact",
+    "pair_runs",
+    "rate_differences",
+    "task_features",
+]
+
+Axis = Literal["damage", "completion"]
+AXES: tuple[Axis, ...] = ("damage", "completion")
+Array = NDArray[np.float64]
+Pairs = Sequence[tuple["PairedRun", "PairedRun"]]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PairedRun(_Frozen):
+    task: str
+    condition: str
+    fault: str | None
+    run_index: int
+    seed: str
+    damaged: bool
+    passed: bool
+
+    @property
+    def cell(self) -> tuple[str, str, str]:
+        return (self.task, self.condition, self.fault or "")
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (*self.cell, self.run_index)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value on b and c discordant pairs.
+
+    Under H0 each discordant pair falls either way with probability 1/2, so with n = b + c and
+    X ~ Binomial(n, 1/2): p = min(1, 2 P(X <= min(b, c))) = min(1, 2 sum_{i<=min(b,c)} C(n, i) / 2^n),
+    computed in exact rationals; p = 1 when n = 0. The distribution is symmetric, so this equals the
+    "sum of probabilities no larger than the observed one" rule of scipy.stats.binomtest.
+    """
+    if b < 0 or c < 0:
+        raise ValueError("discordant counts are non-negative")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(b, c) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values: p_(i) * (m - i + 1) made monotone, capped at 1 (i from 1)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, p_values[i] * (m - rank)))
+        out[i] = running
+    return out
+
+
+class CellTest(_Frozen):
+    task: str
+    condition: str
+    fault: str | None
+    axis: Axis
+    pairs: int
+    rate_a: float
+    rate_b: float
+    a_only: int  # discordant: the event in A's run, not in B's on the same seed
+    b_only: int
+    p_value: float
+    p_holm: float
+
+
+class RateDifference(_Frozen):
+    stratum: str  # a condition, or "all"
+    axis: Axis
+    tasks: int
+    pairs: int
+    rate_a: float
+    rate_b: float
+    difference: float  # rate_a - rate_b
+    percentile: tuple[float | None, float | None]  # None where undefined (no valid replicate)
+    bca: tuple[float | None, float | None]
+    n_boot: int
+    n_valid: int
+
+
+def _event(run: PairedRun, axis: Axis) -> bool:
+    return run.damaged if axis == "damage" else run.passed
+
+
+def pair_runs(a: Sequence[PairedRun], b: Sequence[PairedRun]) -> list[tuple[PairedRun, PairedRun]]:
+    """A's runs, each with B's run on the same (task, condition, fault, run index); the caller has
+    checked that both cover the same runs with the same seeds."""
+    by_key = {r.key: r for r in b}
+    return [(r, by_key[r.key]) for r in sorted(a, key=lambda r: r.key)]
+
+
+def cell_tests(pairs: Pairs) -> list[CellTest]:
+    grouped: dict[tuple[str, str, str], list[tuple[PairedRun, PairedRun]]] = defaultdict(list)
+    for x, y in pairs:
+        grouped[x.cell].append((x, y))
+    out = []
+    for axis in AXES:
+        rows = []
+        for cell in sorted(grouped):
+            events = [(_event(x, axis), _event(y, axis)) for x, y in grouped[cell]]
+            a_only = sum(ea and not eb for ea, eb in events)
+            b_only = sum(eb and not ea for ea, eb in events)
+            n = len(events)
+            rows.append(
+                (cell, n, sum(ea for ea, _ in events) / n, sum(eb for _, eb in events) / n, a_only, b_only)
+            )
+        p_values = [mcnemar_exact(r[4], r[5]) for r in rows]
+        for (cell, n, ra, rb, ao, bo), p, p_holm in zip(rows, p_values, holm(p_values), strict=True):
+            out.append(
+                CellTest(
+                    task=cell[0],
+                    condition=cell[1],
+                    fault=cell[2] or None,
+                    axis=axis,
+                    pairs=n,
+                    rate_a=ra,
+                    rate_b=rb,
+                    a_only=ao,
+                    b_only=bo,
+                    p_value=p,
+                    p_holm=p_holm,
+                )
+            )
+    return out
+
+
+def task_features(pairs: Pairs) -> tuple[list[str], Array]:
+    """Per task (sorted): [A damaged, B damaged, A passed, B passed, pairs], summed over its runs."""
+    tasks = sorted({x.task for x, _ in pairs})
+    index = {t: i for i, t in enumerate(tasks)}
+    feats = np.zeros((len(tasks), 5))
+    for x, y in pairs:
+        feats[index[x.task]] += (x.damaged, y.damaged, x.passed, y.passed, 1)
+    return tasks, feats
+
+
+def _diff(col_a: int, col_b: int) -> Callable[[Array], Array]:
+    return lambda s: (s[..., col_a] - s[..., col_b]) / s[..., 4]
+
+
+def _finite(pair: tuple[float, float]) -> tuple[float | None, float | None]:
+    lo, hi = pair
+    return (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+
+
+def rate_differences(pairs: Pairs, seed: int, n_boot: int, level: float) -> list[RateDifference]:
+    """Overall and per condition, on damage and on completion: A's rate minus B's, with a cluster
+    bootstrap over tasks (a task's paired runs are resampled together). Each interval draws from its own
+    generator seeded with `seed`, so any one of them can be reproduced alone."""
+    strata = {"all": list(pairs)}
+    for condition in sorted({x.condition for x, _ in pairs}):
+        strata[condition] = [p for p in pairs if p[0].condition == condition]
+    out = []
+    for stratum, rows in strata.items():
+        tasks, feats = task_features(rows)
+        total = feats.sum(axis=0)
+        for axis, (ca, cb) in zip(AXES, ((0, 1), (2, 3)), strict=True):
+            (iv,) = cluster_bootstrap(feats, _diff(ca, cb), n_boot, np.random.default_rng(seed), level)
+            out.append(
+                RateDifference(
+                    stratum=stratum,
+                    axis=axis,
+                    tasks=len(tasks),
+                    pairs=int(total[4]),
+                    rate_a=float(total[ca] / total[4]),
+                    rate_b=float(total[cb] / total[4]),
+                    difference=iv.estimate,
+                    percentile=_finite(iv.percentile),
+                    bca=_finite(iv.bca),
+                    n_boot=iv.n_boot,
+                    n_valid=iv.n_valid,
+                )
+            )
+    return out

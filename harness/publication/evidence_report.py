@@ -1,0 +1,234 @@
+"""The incomplete-evidence report: what an ineligible matrix holds, and why it cannot be scored.
+
+Coverage and status counts, the cells that are missing (with their strata), the runs that are extra,
+invalid, unfrozen or duplicated, every retried run's attempt history, the reason codes and where the
+artifacts are. By construction it has no rate, score, rank, percentile or bound, and no floating-point
+field at all (tests walk its JSON schema): an incomplete matrix gets no number that could be quoted as
+one. Bounds over the missing runs belong to `agentrel analyze`, which is the researcher's evidence view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from harness.publication.cells import Cell, cell_id
+from harness.publication.eligibility import EligibilityProof, StratumCoverage
+from harness.publication.evidence import RecordFacts
+from harness.publication.matrix_check import MatrixCheck
+from harness.publication.reasons import meaning
+
+__all__ = ["ArtifactRefs", "IncompleteEvidenceReport"]
+
+IDENTITY = (
+    "protocol_hash",
+    "matrix_hash",
+    "policy_hash",
+    "evaluator_digest",
+    "witness_contracts_hash",
+    "subject_config_hash",
+    "evidence_root_hash",
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CellRef(_Frozen):
+    cell_id: str
+    model: str
+    task: str
+    condition: str
+    fault: str | None
+    fault_kind: str
+    run_index: int
+
+
+class RunRef(_Frozen):
+    run_id: str
+    attempt: int
+    status: str
+    model: str
+    task: str
+    condition: str
+    fault: str | None
+    run_index: int
+    note: str | None = None
+
+
+class AttemptRef(_Frozen):
+    attempt: int
+    status: str
+
+
+class AttemptHistory(_Frozen):
+    run_id: str
+    decisive_attempt: int
+    attempts: tuple[AttemptRef, ...]
+
+
+class UnwitnessedFault(_Frozen):
+    cell: CellRef
+    why: str
+
+
+class ReasonEntry(_Frozen):
+    code: str
+    meaning: str
+    count: int
+
+
+class ArtifactRefs(_Frozen):
+    """Paths relative to the folder the report is in (absolute outside it); None: no such file."""
+
+    results: str
+    manifest: str
+    runs: str
+    freeze: str | None
+    dumps: str
+    transcripts: str
+    execution_environment: str | None
+
+
+class IncompleteEvidenceReport(_Frozen):
+    format: Literal["agentrel-evidence-report/1"] = "agentrel-evidence-report/1"
+    protocol_hash: str
+    matrix_hash: str
+    policy_hash: str
+    evaluator_digest: str
+    witness_contracts_hash: str
+    subject_config_hash: str
+    execution_environment_hash: str | None
+    evidence_root_hash: str
+    proof_hash: str
+    proof: EligibilityProof
+    decision: Literal["ineligible"] = "ineligible"
+    reasons: tuple[ReasonEntry, ...]
+    coverage: tuple[StratumCoverage, ...]
+    decisive_statuses: dict[str, int]
+    attempt_statuses: dict[str, int]
+    missing_cells: tuple[CellRef, ...]
+    extra_runs: tuple[RunRef, ...]
+    invalid_runs: tuple[RunRef, ...]
+    unwitnessed_faults: tuple[UnwitnessedFault, ...]
+    unfrozen_attempts: tuple[RunRef, ...]
+    mismatched_records: tuple[RunRef, ...]
+    malformed_records: tuple[RunRef, ...]
+    duplicate_runs: tuple[str, ...]
+    over_cap_runs: tuple[str, ...]
+    attempt_gaps: tuple[str, ...]
+    attempt_history: tuple[AttemptHistory, ...]
+    matrix_problems: tuple[str, ...]
+    artifact_problems: tuple[str, ...]
+    artifacts: ArtifactRefs
+
+    @model_validator(mode="after")
+    def _only_for_an_ineligible_proof(self) -> IncompleteEvidenceReport:
+        if self.proof.eligible:
+            raise ValueError("an eligible matrix is published as a scorecard, not as an evidence report")
+        if self.proof_hash != self.proof.digest:
+            raise ValueError("proof_hash is not the hash of the embedded proof")
+        for name in IDENTITY:
+            if getattr(self, name) != getattr(self.proof, name):
+                raise ValueError(f"{name} is not the proof's")
+        return self
+
+    @classmethod
+    def from_check(
+        cls,
+        proof: EligibilityProof,
+        check: MatrixCheck,
+        artifacts: ArtifactRefs,
+        execution_environment_hash: str | None = None,
+    ) -> IncompleteEvidenceReport:
+        def cell_ref(cell: Cell) -> CellRef:
+            return CellRef(
+                cell_id=cell_id(cell),
+                model=cell.model,
+                task=cell.task,
+                condition=cell.condition,
+                fault=cell.fault,
+                fault_kind=info.fault_kind if (info := check.cells.get(cell)) else "unregistered",
+                run_index=cell.run_index,
+            )
+
+        return cls(
+            **{name: getattr(proof, name) for name in IDENTITY},
+            execution_environment_hash=execution_environment_hash,
+            proof_hash=proof.digest,
+            proof=proof,
+            reasons=tuple(
+                ReasonEntry(code=c, meaning=meaning(c), count=n) for c, n in proof.reason_counts.items()
+            ),
+            coverage=proof.strata,
+            decisive_statuses=proof.decisive_statuses,
+            attempt_statuses=proof.attempt_statuses,
+            missing_cells=tuple(cell_ref(c) for c in check.missing),
+            extra_runs=tuple(_run(r) for r in check.extra),
+            invalid_runs=tuple(_run(r) for r in check.invalid),
+            unwitnessed_faults=tuple(
+                UnwitnessedFault(cell=cell_ref(c), why=why) for c, why in check.unwitnessed
+            ),
+            unfrozen_attempts=tuple(_run(r, _freeze_note(r)) for r in check.unfrozen),
+            mismatched_records=tuple(_run(r) for r in check.mismatched),
+            malformed_records=tuple(_run(r, r.problem) for r in check.malformed),
+            duplicate_runs=tuple(check.duplicates),
+            over_cap_runs=tuple(check.over_cap),
+            attempt_gaps=tuple(check.gaps),
+            attempt_history=tuple(
+                AttemptHistory(
+                    run_id=rid,
+                    decisive_attempt=check.decided[rid].attempt,
+                    attempts=tuple(AttemptRef(attempt=a.attempt, status=a.status) for a in attempts),
+                )
+                for rid, attempts in sorted(check.attempts.items())
+                if len(attempts) > 1 or attempts[0].status != "valid"
+            ),
+            matrix_problems=check.matrix_problems,
+            artifact_problems=check.artifact_problems,
+            artifacts=artifacts,
+        )
+
+
+def _run(r: RecordFacts, note: str | None = None) -> RunRef:
+    return RunRef(
+        run_id=r.run_id,
+        attempt=r.attempt,
+        status=r.status,
+        model=r.model,
+        task=r.task,
+        condition=r.condition,
+        fault=r.fault,
+        run_index=r.run_index,
+        note=note,
+    )
+
+
+def _freeze_note(r: RecordFacts) -> str:
+    return "recorded without a freeze" if r.frozen_by is None else f"frozen_by {r.frozen_by[:12]}"
+
+
+def artifact_refs(results: Path, out: Path) -> ArtifactRefs:
+    """Where a report written to `out` finds the results' files."""
+
+    def rel(p: Path) -> str:
+        try:
+            return str(p.resolve().relative_to(out.resolve()))
+        except ValueError:
+            return str(p.resolve())
+
+    def present(name: str) -> str | None:
+        return rel(results / name) if (results / name).exists() else None
+
+    return ArtifactRefs(
+        results=rel(results),
+        manifest=rel(results / "manifest.json"),
+        runs=rel(results / "runs.jsonl"),
+        freeze=present("freeze.json"),
+        dumps=rel(results / "dumps"),
+        transcripts=rel(results / "transcripts"),
+        execution_environment=present("execution_environment.json"),
+    )

@@ -1,0 +1,172 @@
+"""The freeze: a results directory's protocol, bound before its measured runs (`freeze.json`).
+
+`agentrel audit ... --plan` writes the manifest without running; `agentrel protocol freeze` then writes
+the freeze record (the identity hashes, who, when). Runs recorded afterwards carry the freeze's digest in
+`frozen_by`; a run without it, or with another digest, or started before the freeze, is evidence only.
+A freeze is never rewritten: freezing the same protocol again returns the one on disk, and a different
+protocol is an amendment, which belongs in a new results directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
+from harness.publication.canonical import canonical_bytes, canonical_hash
+from harness.publication.identity import ProtocolIdentity, identity_of
+from harness.publication.policy import Policy
+
+__all__ = [
+    "FREEZE_FILE",
+    "Freeze",
+    "freeze_digest",
+    "frozen_refusal",
+    "load_freeze",
+    "make_freeze",
+    "read_manifest",
+    "write_freeze",
+]
+
+FREEZE_FILE = "freeze.json"
+HEX64 = r"^[0-9a-f]{64}$"
+STAMP = "%Y-%m-%dT%H:%M:%SZ"  # the records' started_at format, so the two compare as strings
+
+
+class Freeze(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["agentrel-freeze/1"] = "agentrel-freeze/1"
+    protocol_hash: str = Field(pattern=HEX64)
+    matrix_hash: str = Field(pattern=HEX64)
+    policy_hash: str = Field(pattern=HEX64)
+    evaluator_digest: str = Field(pattern=HEX64)
+    witness_contracts_hash: str = Field(pattern=HEX64)
+    subject_config_hash: str = Field(pattern=HEX64)
+    manifest_hash: str = Field(pattern=HEX64)
+    by: str = Field(min_length=1, max_length=200, pattern=r"\S")
+    at: str = Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def freeze_digest(freeze: Freeze) -> str:
+    """What a record's `frozen_by` holds: SHA-256 of the freeze's RFC 8785 form."""
+    return canonical_hash(freeze.model_dump(mode="json"))
+
+
+def make_freeze(identity: ProtocolIdentity, by: str, at: datetime) -> Freeze:
+    return Freeze(
+        protocol_hash=identity.protocol_hash,
+        matrix_hash=identity.matrix_hash,
+        policy_hash=identity.policy_hash,
+        evaluator_digest=identity.evaluator_digest,
+        witness_contracts_hash=identity.witness_contracts_hash,
+        subject_config_hash=identity.subject_config_hash,
+        manifest_hash=identity.manifest_hash,
+        by=by.strip(),
+        at=at.astimezone(UTC).strftime(STAMP),
+    )
+
+
+def read_manifest(results: Path) -> dict[str, Any]:
+    path = results / "manifest.json"
+    if not path.exists():
+        raise UsageError(
+            f"{results}: no manifest.json; `agentrel audit ... --results {results} --plan` writes it"
+        )
+    try:
+        manifest = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        raise UserError(f"{path}: not a manifest (a JSON object); restore the file")
+    return manifest
+
+
+def load_freeze(results: Path) -> Freeze | None:
+    """The freeze of a results directory, or None while its protocol is a draft."""
+    path = results / FREEZE_FILE
+    if not path.exists():
+        return None
+    try:
+        return Freeze.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the freeze: {exc.strerror}") from None
+    except ValidationError as exc:
+        from harness.yamlfile import field_problem
+
+        raise UserError(f"{path}: not a freeze record: {field_problem(exc)}; restore the file") from None
+
+
+def write_freeze(
+    results: Path, by: str, *, policy: Policy | None = None, now: datetime | None = None
+) -> tuple[Freeze, bool]:
+    """Freeze the directory's protocol: (the freeze, whether this call wrote it)."""
+    if not by.strip():
+        raise UsageError("--by must name who freezes the protocol")
+    manifest = read_manifest(results)
+    identity = identity_of(manifest, policy=policy)
+    old = load_freeze(results)
+    if old is not None:
+        why = _refusal(old, identity)
+        if why is None:
+            return old, False
+        raise CheckFailed(
+            f"{results / FREEZE_FILE}: {why}. A changed protocol is an amendment: freeze it in a new "
+            "results directory"
+        )
+    freeze = make_freeze(identity, by, now or datetime.now(UTC))
+    path = results / FREEZE_FILE
+    try:
+        if not _link_into_place(path, canonical_bytes(freeze.model_dump(mode="json"))):
+            return write_freeze(results, by, policy=policy, now=now)  # another process froze meanwhile
+    except OSError as exc:
+        raise EnvironmentFailure(f"{path}: cannot write the freeze ({exc.strerror})") from None
+    return freeze, True
+
+
+def _link_into_place(path: Path, data: bytes) -> bool:
+    """Write `path` whole and durably, never replacing one that exists (False then): a link, not a
+    rename, so two concurrent freezes cannot both win."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _refusal(freeze: Freeze, identity: ProtocolIdentity) -> str | None:
+    if freeze.protocol_hash == identity.protocol_hash and freeze.manifest_hash == identity.manifest_hash:
+        return None
+    names = (*identity.parts(), "subject_config_hash", "manifest_hash")
+    parts = [n for n in names if getattr(freeze, n) != getattr(identity, n)]
+    return (
+        f"frozen by {freeze.by} at {freeze.at} under protocol {freeze.protocol_hash[:12]}, but this "
+        f"manifest and code give {identity.protocol_hash[:12]} (differs: {', '.join(parts)})"
+    )
+
+
+def frozen_refusal(
+    freeze: Freeze, manifest: Mapping[str, Any], *, policy: Policy | None = None
+) -> str | None:
+    """Why runs of `manifest` may not be recorded under `freeze` (naming the parts that differ), or
+    None. For the runner: a frozen directory runs only the protocol it froze."""
+    return _refusal(freeze, identity_of(manifest, policy=policy))

@@ -1,0 +1,302 @@
+"""`publish`: validate a results directory, then write either its scorecard or its evidence report.
+
+The only I/O around the pure validator: read the manifest, freeze, policy, records and artifacts under a
+shared lock on the results directory (an audit writing them holds it exclusively, so what is validated
+is what is scored), write the files atomically, and register a scorecard in the registry. Files of an
+earlier publication of other evidence are moved to `previous/<evidence root>/`, never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import json
+import math
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.faults import FaultReport
+from harness.errors import CheckFailed, EnvironmentFailure, UserError
+from harness.publication.artifacts import artifact_problems
+from harness.publication.canonical import model_bytes
+from harness.publication.eligibility import EligibilityProof, proof_of
+from harness.publication.environment import (
+    ENVIRONMENT_FILE,
+    ExecutionEnvironment,
+    environment_hash,
+    read_execution_environment,
+)
+from harness.publication.evidence import Evidence, read_evidence
+from harness.publication.evidence_report import IncompleteEvidenceReport, artifact_refs
+from harness.publication.freeze import load_freeze, read_manifest
+from harness.publication.identity import identity_of
+from harness.publication.matrix_check import MatrixCheck, check_matrix
+from harness.publication.policy import Policy, load_policy
+from harness.publication.registry import default_registry_path, register
+from harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
+from harness.publication.scorecard import AxisValue, PublishableScorecard
+
+__all__ = [
+    "PublishOutcome",
+    "eligibility_of",
+    "evidence_held",
+    "execution_environment",
+    "publish",
+    "status_line",
+]
+
+SCORECARD_FILES = ("scorecard.json", "scorecard.md", "scorecard.html")
+REPORT_FILES = ("evidence_report.json", "evidence_report.md")
+
+
+@dataclass
+class PublishOutcome:
+    proof: EligibilityProof
+    written: list[Path]
+    scorecard: PublishableScorecard | None = None
+    report: IncompleteEvidenceReport | None = None
+    registered: bool = False
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
+
+
+def execution_environment(results: Path) -> ExecutionEnvironment | None:
+    """The results' execution_environment.json (which the audit writes), or None when it has none."""
+    path = results / ENVIRONMENT_FILE
+    return read_execution_environment(path) if path.exists() else None
+
+
+@contextlib.contextmanager
+def evidence_held() -> Iterator[None]:
+    """While the evidence is validated and scored: its facts (one per record) live until the end, so keep
+    them out of the cyclic collector's full passes, as the audit does with its template dumps; the
+    collector gets them back afterwards."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@contextlib.contextmanager
+def _shared_lock(results: Path) -> Iterator[None]:
+    """Hold off an audit of these results while they are read (it takes the same lock exclusively)."""
+    if not results.is_dir():
+        raise UserError(f"{results}: not a results directory")
+    path = results / ".lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise EnvironmentFailure(f"{path}: cannot open the results' lock ({exc.strerror})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EnvironmentFailure(
+                f"{results}: an audit is writing these results; publish when it has finished"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class _Read:
+    """What one read of a results directory gives the validator, and the check it made."""
+
+    manifest: dict[str, Any]
+    evidence: Evidence
+    check: MatrixCheck
+    proof: EligibilityProof
+
+
+def _validate(results: Path, policy: Policy, workers: int | None, clock: dict[str, float]) -> _Read:
+    """Read and validate (the caller holds the lock and keeps the evidence held)."""
+    manifest = read_manifest(results)
+    freeze = load_freeze(results)
+    t0 = time.perf_counter()
+    evidence = read_evidence(results / "runs.jsonl", workers)
+    clock["evidence_root"] = time.perf_counter() - t0
+    problems = artifact_problems(results, evidence)
+    t0 = time.perf_counter()
+    identity = identity_of(manifest, policy=policy)
+    check = check_matrix(manifest, freeze, evidence, policy, identity, problems)
+    proof = proof_of(check, evidence)
+    clock["validate"] = time.perf_counter() - t0
+    return _Read(manifest, evidence, check, proof)
+
+
+def publish(
+    results: Path,
+    out: Path | None = None,
+    *,
+    policy: Policy | None = None,
+    registry: Path | None = None,
+    derived_from: str | None = None,
+    workers: int | None = None,
+) -> PublishOutcome:
+    """Validate `results`; write its scorecard (and register it) or its evidence report into `out`."""
+    out = out or results
+    policy = policy or load_policy()
+    clock: dict[str, float] = {}
+    with _shared_lock(results), evidence_held():
+        read = _validate(results, policy, workers, clock)
+        t0 = time.perf_counter()
+        outcome = _publish_files(results, out, read, policy)
+        clock["analysis_and_write"] = time.perf_counter() - t0
+    if outcome.scorecard is not None and policy.publication.register_in_registry:
+        outcome.registered = _register(outcome.scorecard, registry, derived_from)
+    outcome.timings = clock
+    return outcome
+
+
+def eligibility_of(results: Path, *, policy: Policy | None = None) -> EligibilityProof:
+    """The proof `publish` would act on, without writing anything (for `analyze`'s first line)."""
+    with _shared_lock(results), evidence_held():
+        return _validate(results, policy or load_policy(), None, {}).proof
+
+
+def status_line(proof: EligibilityProof) -> str:
+    """One line saying whether what a results directory shows may be published, and why not."""
+    if proof.eligible:
+        return f"publishable: frozen protocol {proof.protocol_hash[:12]}, every registered cell measured"
+    return f"evidence only, not publishable ({', '.join(proof.reasons)})"
+
+
+def _publish_files(results: Path, out: Path, read: _Read, policy: Policy) -> PublishOutcome:
+    """The scorecard of an eligible proof, else the evidence report."""
+    env = execution_environment(results)
+    proof = read.proof
+    if proof.eligible:
+        axes, note, faults = _analysis(results, policy, proof)
+        card = PublishableScorecard.from_proof(
+            proof,
+            read.evidence,
+            read.manifest,
+            policy,
+            execution_environment=env,
+            axes=axes,
+            axes_note=note,
+            faults=faults,
+        )
+        return PublishOutcome(proof, _write_scorecard(out, card), scorecard=card)
+    report = IncompleteEvidenceReport.from_check(
+        proof, read.check, artifact_refs(results, out), environment_hash(env) if env else None
+    )
+    return PublishOutcome(proof, _write_report(out, report), report=report)
+
+
+def _analysis(
+    results: Path, policy: Policy, proof: EligibilityProof
+) -> tuple[list[AxisValue], str | None, FaultReport | None]:
+    """The six operational axes and the fault scores by analysis itself, over the runs the proof admitted."""
+    from analysis.axes_table import operational_axes
+    from analysis.load_results import load_results
+    from analysis.normalized import InputError
+
+    try:
+        # Every record's protocol binding was checked by the validator (the root or the manifest's own
+        # hash), so analysis may pool the two names of one protocol.
+        loaded = load_results(results, allow_mixed_protocols=True)
+    except InputError as exc:
+        raise CheckFailed(f"analysis cannot read what the validator admitted: {exc}") from None
+    valid = proof.decisive_statuses.get("valid", 0)
+    if len(loaded.runs) != valid or len(loaded.invalid):
+        raise CheckFailed(
+            f"{results}: analysis counts {len(loaded.runs)} valid runs, the proof {valid}; not publishing"
+        )
+    s = policy.scoring
+    axes = operational_axes(loaded, alpha=s.alpha, n_boot=s.axes_bootstrap, seed=s.axes_seed)
+    rows = [
+        AxisValue(
+            model=str(r["model"]),
+            condition=str(r["condition"]),
+            axis=str(r["axis"]),
+            axis_group=str(r["axis_group"]),
+            estimate=_number(r["estimate"]),
+            ci_low=_number(r["ci_low"]),
+            ci_high=_number(r["ci_high"]),
+            n=_count(r["n"]),
+            k=_count(r["k"]),
+            ci_method=str(r["ci_method"]),
+        )
+        for r in axes.table.to_dict("records")
+    ]
+    return rows, "; ".join(axes.notes) or None, loaded.faults
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _count(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _write_file(path: Path, data: bytes) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise EnvironmentFailure(f"{path}: cannot write ({exc.strerror})") from None
+    return path
+
+
+def _set_aside(out: Path, root: str, kind: tuple[str, ...]) -> None:
+    """Move an earlier publication into previous/<its evidence root>/: one of the other kind (the
+    same evidence judged under other rules), or of the same kind over other evidence."""
+    for names in (SCORECARD_FILES, REPORT_FILES):
+        try:
+            old = json.loads((out / names[0]).read_bytes()).get("evidence_root_hash")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if names == kind and old == root:
+            continue
+        keep = out / "previous" / str(old)[:16]
+        keep.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            if (out / name).exists():
+                (out / name).replace(keep / name)
+
+
+def _write_scorecard(out: Path, card: PublishableScorecard) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    _set_aside(out, card.evidence_root_hash, SCORECARD_FILES)
+    return [
+        _write_file(out / "scorecard.json", card.canonical),
+        _write_file(out / "scorecard.md", scorecard_markdown(card).encode()),
+        _write_file(out / "scorecard.html", scorecard_html(card).encode()),
+    ]
+
+
+def _write_report(out: Path, report: IncompleteEvidenceReport) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    _set_aside(out, report.evidence_root_hash, REPORT_FILES)
+    return [
+        _write_file(out / "evidence_report.json", model_bytes(report)),
+        _write_file(out / "evidence_report.md", report_markdown(report).encode()),
+    ]
+
+
+def _register(card: PublishableScorecard, registry: Path | None, derived_from: str | None) -> bool:
+    register(
+        registry or default_registry_path(),
+        card.digest,
+        card.protocol_hash,
+        card.subject_config_hash,
+        derived_from=derived_from,
+    )
+    return True

@@ -1,0 +1,49 @@
+"""Reason codes: why a matrix is not eligible for publication, each with the sentence a report shows.
+
+A code is stable data (proofs and reports carry it, tooling matches on it); a code with a `:` names
+what it is about after the colon (`run_invalid:provider_invalid`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["REASONS", "meaning"]
+
+REASONS: dict[str, str] = {
+    "freeze_missing": "the protocol was never frozen (a draft): every run is evidence only",
+    "freeze_protocol_mismatch": "the freeze binds another protocol hash than this manifest, policy and "
+    "code give",
+    "freeze_matrix_mismatch": "the preregistered matrix changed after the freeze",
+    "freeze_policy_mismatch": "the publication policy changed after the freeze",
+    "freeze_evaluator_mismatch": "the evaluator (labeller, judge, analysis or validator code, or a library "
+    "version) changed after the freeze",
+    "freeze_witness_contracts_mismatch": "the witness receipt contracts changed after the freeze",
+    "freeze_subject_mismatch": "the agents' configs changed after the freeze",
+    "freeze_manifest_mismatch": "manifest.json changed after the freeze",
+    "matrix_unreadable": "the manifest's cell set (agents, tasks, conditions, k, faults, exclusions) "
+    "cannot be expanded",
+    "matrix_empty": "the manifest registers no cell",
+    "attempt_cap_unregistered": "the manifest declares no attempt cap (max_attempts)",
+    "record_malformed": "a record lacks a field the validator needs",
+    "record_protocol_mismatch": "a record was written under another protocol hash",
+    "record_identity_mismatch": "a record's run id or seed is not its cell's, or its attempts disagree "
+    "on the cell",
+    "run_not_frozen": "a run was recorded without a freeze (before it, or under a draft)",
+    "run_wrong_freeze": "a run was recorded under another freeze",
+    "run_before_freeze": "a run started before the freeze was made",
+    "cell_missing": "a registered cell has no run",
+    "cell_extra": "a run is not in the registered cell set",
+    "cell_duplicate": "a cell was run twice (two run ids for one cell, or one attempt number twice)",
+    "attempt_gap": "a run's attempt numbers are not 1..n: an attempt is missing",
+    "attempt_cap_exceeded": "a run has more attempts than the cap allows",
+    "run_invalid": "a run ended invalid (its decisive attempt's status)",
+    "run_not_exposed": "a fault-scheduled run ended before its fault's trigger: it never met the fault",
+    "fault_unwitnessed": "a fault-scheduled run has no witnessed fault (invalid injection, no or "
+    "contradicting receipts, or not valid)",
+    "evidence_missing": "a dump or transcript a record names is missing or altered",
+}
+
+
+def meaning(code: str) -> str:
+    head, _, tail = code.partition(":")
+    text = REASONS.get(head, "unknown reason")
+    return f"{text}: {tail}" if tail else text

@@ -1,0 +1,302 @@
+"""The publishable scorecard: the only object in AgentRel that carries a score.
+
+It exists only on top of an `EligibilityProof` whose decision is eligible: `from_proof` builds it from the
+proof and the very evidence, manifest and policy the proof was made on (it checks the evidence root and
+the identity again), and the model's own validator refuses any scorecard whose embedded proof is not
+eligible, does not hash to `proof_hash`, or names other identity hashes. So a scorecard read back from
+JSON is held to the same rule as one just built.
+
+Rates are over the decisive attempts of the registered cells, which an eligible proof guarantees are all
+measured: damage (as analysis counts it) and completion (PASS), each with its exact Clopper–Pearson
+interval, per (model, condition) and per cell; fault scores and the six operational axes are analysis's
+own, computed over the same runs. `runs` lists every run's outcome
+by (task, condition, fault, run index) and seed, the same for every subject of the protocol, so two
+scorecards pair run by run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from analysis.faults import FaultReport
+from analysis.intervals import clopper_pearson
+from harness.publication.canonical import canonical_hash, model_bytes, sha256_hex
+from harness.publication.cells import NO_FAULT, fault_kinds
+from harness.publication.eligibility import EligibilityProof
+from harness.publication.environment import ExecutionEnvironment, environment_hash
+from harness.publication.evidence import Evidence, RecordFacts
+from harness.publication.identity import identity_of
+from harness.publication.matrix_check import decide
+from harness.publication.policy import Policy
+
+__all__ = ["AxisValue", "PairedOutcome", "Proportion", "PublishableScorecard", "RunKey", "Subject"]
+
+IDENTITY = (
+    "protocol_hash",
+    "matrix_hash",
+    "policy_hash",
+    "evaluator_digest",
+    "witness_contracts_hash",
+    "subject_config_hash",
+    "evidence_root_hash",
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Proportion(_Frozen):
+    x: int
+    n: int
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+class GroupRates(_Frozen):
+    model: str
+    condition: str
+    damage: Proportion
+    completion: Proportion
+
+
+class CellRates(_Frozen):
+    model: str
+    task: str
+    condition: str
+    fault_kind: str
+    fault: str | None
+    damage: Proportion
+    completion: Proportion
+
+
+class RunKey(_Frozen):
+    task: str
+    condition: str
+    fault: str | None
+    run_index: int
+
+
+class PairedOutcome(_Frozen):
+    model: str
+    run_key: RunKey
+    seed: str
+    outcome: Literal["PASS", "FAIL_SAFE", "FAIL_DAMAGE"]
+    damaged: bool
+    passed: bool
+
+
+class AxisValue(_Frozen):
+    """One row of analysis.axes_table.operational_axes (NaN and NA as None)."""
+
+    model: str
+    condition: str
+    axis: str
+    axis_group: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int | None
+    k: int | None
+    ci_method: str
+
+
+class Subject(_Frozen):
+    name: str
+    kind: str | None
+    config_hash: str  # RFC 8785 SHA-256 of this agent's config from the manifest
+
+
+class PublishableScorecard(_Frozen):
+    format: Literal["agentrel-scorecard/1"] = "agentrel-scorecard/1"
+    protocol_hash: str
+    matrix_hash: str
+    policy_hash: str
+    evaluator_digest: str
+    witness_contracts_hash: str
+    subject_config_hash: str
+    execution_environment_hash: str | None
+    # What the runs were made on, so a comparison can judge conformance from the scorecard alone.
+    execution_environment: ExecutionEnvironment | None = None
+    evidence_root_hash: str
+    proof_hash: str
+    proof: EligibilityProof
+    subjects: tuple[Subject, ...]
+    alpha: float
+    interval: Literal["clopper-pearson"]
+    groups: tuple[GroupRates, ...]
+    cells: tuple[CellRates, ...]
+    # analysis.faults' scores per agent and fault kind (resume-and-complete, no repeated effect,
+    # overhead against the clean twin); None when nothing was scheduled or analysis was not run.
+    faults: FaultReport | None = None
+    axes: tuple[AxisValue, ...] | None
+    axes_note: str | None
+    runs: tuple[PairedOutcome, ...]
+
+    @model_validator(mode="after")
+    def _only_on_an_eligible_proof(self) -> PublishableScorecard:
+        if not self.proof.eligible:
+            raise ValueError("a scorecard needs an eligible proof; an ineligible matrix is evidence only")
+        if self.proof_hash != self.proof.digest:
+            raise ValueError("proof_hash is not the hash of the embedded proof")
+        for name in IDENTITY:
+            if getattr(self, name) != getattr(self.proof, name):
+                raise ValueError(f"{name} is not the proof's")
+        if self.faults is not None and not self.faults.complete:
+            raise ValueError("fault scores over an incomplete schedule are bounds, not scores")
+        env = self.execution_environment
+        if (None if env is None else environment_hash(env)) != self.execution_environment_hash:
+            raise ValueError("execution_environment_hash is not the hash of the embedded environment")
+        if len(self.runs) != self.proof.registered_cells or len(
+            {(r.model, r.run_key) for r in self.runs}
+        ) != len(self.runs):
+            raise ValueError("a scorecard lists every registered cell's run exactly once")
+        return self
+
+    @cached_property
+    def canonical(self) -> bytes:
+        """The scorecard's RFC 8785 bytes: what scorecard.json holds."""
+        return model_bytes(self)
+
+    @cached_property
+    def digest(self) -> str:
+        """What the registry records: SHA-256 of the scorecard's RFC 8785 form (its scorecard.json)."""
+        return sha256_hex(self.canonical)
+
+    @classmethod
+    def from_proof(
+        cls,
+        proof: EligibilityProof,
+        evidence: Evidence,
+        manifest: Mapping[str, Any],
+        policy: Policy,
+        *,
+        execution_environment: ExecutionEnvironment | None = None,
+        axes: Sequence[AxisValue] | None = None,
+        axes_note: str | None = None,
+        faults: FaultReport | None = None,
+    ) -> PublishableScorecard:
+        if not proof.eligible:
+            raise ValueError("a scorecard needs an eligible proof; an ineligible matrix is evidence only")
+        if evidence.root != proof.evidence_root_hash:
+            raise ValueError("this evidence is not the evidence the proof was made on")
+        identity = identity_of(manifest, policy=policy, evaluator_digest=proof.evaluator_digest)
+        if identity.protocol_hash != proof.protocol_hash or identity.manifest_hash != proof.manifest_hash:
+            raise ValueError("this manifest and policy are not the ones the proof was made on")
+        kinds = fault_kinds(manifest)
+        measured = set(policy.eligibility.measured_statuses)
+        runs = _decisive(evidence.records, measured)
+        alpha = policy.scoring.alpha
+        return cls.model_validate(
+            dict(
+                **{name: getattr(proof, name) for name in IDENTITY},
+                execution_environment_hash=environment_hash(execution_environment)
+                if execution_environment
+                else None,
+                execution_environment=execution_environment,
+                proof_hash=proof.digest,
+                proof=proof,
+                subjects=_subjects(manifest),
+                alpha=alpha,
+                interval=policy.scoring.interval,
+                groups=tuple(
+                    GroupRates(model=m, condition=c, damage=d, completion=p)
+                    for (m, c), (d, p) in _rates(runs, lambda r: (r.model, r.condition), alpha)
+                ),
+                cells=tuple(
+                    CellRates(
+                        model=m,
+                        task=t,
+                        condition=c,
+                        fault=f,
+                        fault_kind=kinds.get((t, c, f), NO_FAULT),
+                        damage=d,
+                        completion=p,
+                    )
+                    for (m, t, c, f), (d, p) in _rates(
+                        runs, lambda r: (r.model, r.task, r.condition, r.fault), alpha
+                    )
+                ),
+                faults=faults,
+                axes=tuple(axes) if axes is not None else None,
+                axes_note=axes_note,
+                # Plain data, validated in one pass of pydantic-core: 100,000 models built one by one in
+                # Python would cost seconds.
+                runs=[
+                    {
+                        "model": r.model,
+                        "run_key": {
+                            "task": r.task,
+                            "condition": r.condition,
+                            "fault": r.fault,
+                            "run_index": r.run_index,
+                        },
+                        "seed": r.seed,
+                        "outcome": r.outcome,
+                        "damaged": bool(r.damaged),
+                        "passed": bool(r.passed),
+                    }
+                    for r in sorted(runs, key=_order)
+                ],
+            )
+        )
+
+
+def _order(r: RecordFacts) -> tuple[str, str, str, str, int]:
+    return (r.model, r.task, r.condition, r.fault or "", r.run_index)
+
+
+def _decisive(records: Sequence[RecordFacts], measured: set[str]) -> list[RecordFacts]:
+    by_run: dict[str, list[RecordFacts]] = {}
+    for rec in records:
+        by_run.setdefault(rec.run_id, []).append(rec)
+    return [decide(attempts, measured) for attempts in by_run.values()]
+
+
+def _proportions(x: list[int], n: list[int], alpha: float) -> list[Proportion]:
+    lo, hi = clopper_pearson(np.asarray(x), np.asarray(n), alpha)
+    return [
+        Proportion(x=a, n=b, estimate=a / b, ci_low=float(low), ci_high=float(high))
+        for a, b, low, high in zip(x, n, lo, hi, strict=True)
+    ]
+
+
+def _rates(
+    runs: Sequence[RecordFacts], key: Callable[[RecordFacts], tuple[Any, ...]], alpha: float
+) -> list[tuple[Any, tuple[Proportion, Proportion]]]:
+    """Per key, sorted: (damage, completion) over the runs with that key."""
+    n: Counter[tuple[Any, ...]] = Counter()
+    damaged: Counter[tuple[Any, ...]] = Counter()
+    passed: Counter[tuple[Any, ...]] = Counter()
+    for r in runs:
+        k = key(r)
+        n[k] += 1
+        damaged[k] += bool(r.damaged)
+        passed[k] += bool(r.passed)
+    keys = sorted(n, key=lambda k: tuple("" if v is None else v for v in k))
+    if not keys:
+        return []
+    counts = [n[k] for k in keys]
+    dmg = _proportions([damaged[k] for k in keys], counts, alpha)
+    ok = _proportions([passed[k] for k in keys], counts, alpha)
+    return [(k, (d, p)) for k, d, p in zip(keys, dmg, ok, strict=True)]
+
+
+def _subjects(manifest: Mapping[str, Any]) -> tuple[Subject, ...]:
+    agents = [a for a in manifest.get("agents") or [] if isinstance(a, Mapping)]
+    return tuple(
+        sorted(
+            (
+                Subject(name=str(a.get("name")), kind=a.get("kind"), config_hash=canonical_hash(dict(a)))
+                for a in agents
+            ),
+            key=lambda s: s.name,
+        )
+    )

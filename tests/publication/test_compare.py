@@ -1,0 +1,350 @@
+"""Fail-closed comparison: every refusal writes nothing and exits non-zero; the allowed case's numbers
+agree with an independent computation (scipy's binomial test, a plain bootstrap loop)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections import defaultdict
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from harness.errors import Refused
+from harness.publication.cells import Cell, registered_cells
+from harness.publication.compare import check_comparable, compare_scorecards, load_scorecard
+from harness.publication.compare_stats import holm, mcnemar_exact
+from harness.publication.environment import write_execution_environment
+from harness.publication.freeze import freeze_digest, write_freeze
+from harness.publication.identity import identity_of
+from harness.publication.policy import load_policy
+from harness.publication.publish import publish
+from harness.publication.registry import read_registry, supersede, withdraw
+from tests.publication import factory
+from tests.publication.test_environment import _env
+
+TASKS = ("itsm-easy", "itsm-hard", "csm-refund", "csm-merge")
+K = 6
+
+
+def outcome_a(cell: Cell) -> str:
+    i = TASKS.index(cell.task)
+    if (cell.run_index + i) % 3 == 0 and not cell.task.endswith("hard"):
+        return "FAIL_DAMAGE"
+    return "PASS" if cell.run_index % 2 or cell.condition == "clean" else "FAIL_SAFE"
+
+
+def outcome_b(cell: Cell) -> str:
+    if cell.task.endswith("hard") or (cell.run_index == 1 and cell.condition == "noisy"):
+        return "FAIL_DAMAGE"
+    return "PASS" if cell.run_index != 4 else "FAIL_SAFE"
+
+
+def published(root: Path, name: str, model: str, outcome, registry: Path, env=None, **manifest) -> Path:
+    """A results directory run to completion under a freeze, then `publish`ed (which registers it)."""
+    m = factory.manifest(models=(model,), tasks=TASKS, k=K, **manifest)
+    results = factory.results_dir(root / name, m)
+    freeze, _ = write_freeze(results, "tester", now=factory.FROZEN_AT)
+    protocol = identity_of(m).protocol_hash
+    cells = registered_cells(m).cells
+    factory.write_records(
+        results, [factory.record(c, protocol, freeze_digest(freeze), outcome=outcome(c)) for c in cells]
+    )
+    (results / "dumps").mkdir()
+    (results / "dumps" / f"{factory.DIGEST}.jsonl.gz").write_bytes(b"")
+    write_execution_environment(results, env or _env())
+    out = root / f"pub-{name}"
+    publish(results, out, registry=registry)
+    return out
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("compare")
+    registry = root / "registry.jsonl"
+    a = published(root, "a", "scripted/oracle", outcome_a, registry)
+    b = published(root, "b", "scripted/overreach", outcome_b, registry)
+    return a, b, registry
+
+
+@pytest.fixture
+def reg(base, tmp_path) -> Path:
+    """A private copy of the registry, so a test's supersession stays its own."""
+    copy = tmp_path / "registry.jsonl"
+    shutil.copy(base[2], copy)
+    return copy
+
+
+def run_cli(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
+    from harness.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["agentrel", *args])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main()
+    got = capsys.readouterr()
+    code = exited.value.code
+    return (code if isinstance(code, int) else 1), got.out, got.err
+
+
+def assert_refused(args: list[str], fragment: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "cmp"
+    code, _, err = run_cli(["compare", *args, "--out", str(out)], monkeypatch, capsys)
+    assert code == 5, err
+    assert err.count("\n") == 1 and err.startswith("agentrel: error: ") and "Traceback" not in err, err
+    assert fragment in err, err
+    assert not out.exists() and not (tmp_path / "comparisons").exists()
+
+
+# -- the statistics ----------------------------------------------------------------------------------------
+
+MCNEMAR = [((0, 0), 1.0), ((0, 5), 0.0625), ((1, 6), 0.125), ((2, 8), 0.109375), ((5, 5), 1.0)]
+MCNEMAR += [((3, 10), 0.09228515625), ((10, 3), 0.09228515625), ((0, 1), 1.0), ((0, 12), 2 / 4096)]
+
+
+@pytest.mark.parametrize(("bc", "p"), MCNEMAR)
+def test_mcnemar_known_answers(bc, p):
+    assert mcnemar_exact(*bc) == p
+
+
+def test_mcnemar_equals_scipys_exact_binomial_test():
+    for b, c in product(range(16), repeat=2):
+        expected = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5).pvalue
+        assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12, abs=1e-15), (b, c)
+
+
+def test_holm_known_answer():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == [1.0, 1.0] and holm([]) == []
+
+
+# -- the allowed case --------------------------------------------------------------------------------------
+
+
+def _runs(path: Path) -> dict[tuple, tuple[bool, bool]]:
+    card = json.loads((path / "scorecard.json").read_bytes())
+    return {
+        (r["run_key"]["task"], r["run_key"]["condition"], r["run_key"]["run_index"], r["seed"]): (
+            r["damaged"],
+            r["passed"],
+        )
+        for r in card["runs"]
+    }
+
+
+def test_the_allowed_comparison_matches_an_independent_computation(base, reg, tmp_path, monkeypatch, capsys):
+    a, b, _ = base
+    out = tmp_path / "cmp"
+    code, stdout, err = run_cli(
+        ["compare", str(a), str(b), "--out", str(out), "--registry", str(reg)], monkeypatch, capsys
+    )
+    assert code == 0, err
+    assert "damage" in stdout and (out / "comparison.md").exists()
+    got = json.loads((out / "comparison.json").read_bytes())
+    (pair,) = got["pairs"]
+    ra, rb = _runs(a), _runs(b)
+    assert ra.keys() == rb.keys() and len(ra) == len(TASKS) * 2 * K
+    # Per cell and axis: discordant counts and scipy's exact binomial test.
+    cells: dict[tuple, list[tuple[int, int]]] = defaultdict(lambda: [0, 0])
+    for key in ra:
+        for axis, i in (("damage", 0), ("completion", 1)):
+            x, y = ra[key][i], rb[key][i]
+            tally = cells[(key[0], key[1], axis)]
+            tally[0] += x and not y
+            tally[1] += y and not x
+    assert len(pair["cells"]) == len(cells)
+    for c in pair["cells"]:
+        b_, c_ = cells[(c["task"], c["condition"], c["axis"])]
+        assert (c["a_only"], c["b_only"]) == (b_, c_)
+        expected = 1.0 if b_ + c_ == 0 else binomtest(b_, b_ + c_, 0.5).pvalue
+        assert c["p_value"] == pytest.approx(expected, rel=1e-12)
+    hard = [c for c in pair["cells"] if c["task"] == "itsm-hard" and c["axis"] == "damage"]
+    assert [(c["a_only"], c["b_only"], c["p_value"]) for c in hard] == [
+        (0, K, 2 / 2**K)
+    ] * 2  # B always damages
+    # Overall difference in rates and its percentile interval, by a plain loop over resamples.
+    policy = load_policy()
+    seed, n_boot = policy.comparison.seed, policy.comparison.n_boot
+    tasks = sorted(TASKS)
+    per_task = {t: np.zeros(5) for t in tasks}
+    for key in ra:
+        per_task[key[0]] += (ra[key][0], rb[key][0], ra[key][1], rb[key][1], 1)
+    feats = np.array([per_task[t] for t in tasks])
+    draws = np.random.default_rng(seed).integers(0, len(tasks), size=(n_boot, len(tasks)))
+    replicates = []
+    for row in draws:
+        s = sum(feats[i] for i in row)
+        replicates.append((s[0] - s[1]) / s[4])
+    lo, hi = np.quantile(replicates, [0.025, 0.975])
+    (overall,) = [d for d in pair["differences"] if d["stratum"] == "all" and d["axis"] == "damage"]
+    total = feats.sum(axis=0)
+    assert overall["difference"] == pytest.approx((total[0] - total[1]) / total[4])
+    assert overall["rate_b"] == pytest.approx(total[1] / total[4]) and overall["tasks"] == len(tasks)
+    assert overall["percentile"] == pytest.approx([lo, hi])
+    assert {d["stratum"] for d in pair["differences"]} == {"all", "clean", "noisy"}
+    # Reproducible: the same inputs give the same bytes.
+    before = (out / "comparison.json").read_bytes()
+    assert (
+        run_cli(["compare", str(a), str(b), "--out", str(out), "--registry", str(reg)], monkeypatch, capsys)[
+            0
+        ]
+        == 0
+    )
+    assert (out / "comparison.json").read_bytes() == before
+    assert (
+        got["registry_head"] == read_registry(reg).head and got["conformance"][0]["decision"] == "conforming"
+    )
+
+
+# -- refusals: one line, exit 5, nothing written ----------------------------------------------------------
+
+
+def test_cross_protocol_is_refused_naming_the_part(base, reg, tmp_path, monkeypatch, capsys):
+    other = published(tmp_path, "c", "scripted/other", outcome_b, reg, max_attempts=4)
+    assert_refused(
+        [str(base[0]), str(other), "--registry", str(reg)],
+        "differing: matrix_hash",
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+
+
+def test_a_different_cell_set_is_refused(base, reg, tmp_path, monkeypatch, capsys):
+    fewer = published(tmp_path, "c", "scripted/other", outcome_b, reg, conditions=("clean",))
+    assert_refused(
+        [str(base[0]), str(fewer), "--registry", str(reg)],
+        "only one protocol compares",
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+    # Under one protocol hash, runs that do not pair are refused too (the check behind the hash).
+    views = [load_scorecard(base[0]), load_scorecard(base[1])]
+    subject = views[1].subjects[0]
+    cut = subject.model_copy(update={"runs": tuple(r for r in subject.runs if r.task != "csm-merge")})
+    views[1] = views[1].model_copy(update={"subjects": (cut,)})
+    with pytest.raises(Refused, match="differ in their cell sets"):
+        check_comparable(views, read_registry(reg), load_policy())
+
+
+def test_the_same_subject_is_refused(base, reg, tmp_path, monkeypatch, capsys):
+    again = published(tmp_path, "c", "scripted/oracle", outcome_b, reg)
+    assert_refused(
+        [str(base[0]), str(again), "--registry", str(reg)],
+        "score the same subjects",
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+    assert_refused(
+        [str(base[0]), str(base[0]), "--registry", str(reg)],
+        "are the same scorecard",
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+
+
+def test_nonconforming_environments_are_refused(base, reg, tmp_path, monkeypatch, capsys):
+    elsewhere = published(tmp_path, "c", "scripted/other", outcome_b, reg, env=_env(seed_digest="cd" * 32))
+    assert_refused(
+        [str(base[0]), str(elsewhere), "--registry", str(reg)],
+        "do not conform: seed_digest: drift",
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+
+
+@pytest.mark.parametrize("judge", [supersede, withdraw])
+def test_a_superseded_or_withdrawn_input_is_refused(base, reg, tmp_path, monkeypatch, capsys, judge):
+    digest = load_scorecard(base[1]).digest
+    judge(reg, digest, "the matrix missed a hard task")
+    status = "superseded" if judge is supersede else "withdrawn"
+    assert_refused(
+        [str(base[0]), str(base[1]), "--registry", str(reg)], f"is {status}", tmp_path, monkeypatch, capsys
+    )
+
+
+def test_unregistered_inputs_and_a_torn_registry_are_refused(base, reg, tmp_path, monkeypatch, capsys):
+    empty = tmp_path / "other-registry.jsonl"
+    assert_refused(
+        [str(base[0]), str(base[1]), "--registry", str(empty)],
+        "is not in the registry",
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+    reg.write_bytes(reg.read_bytes() + b'{"action":"withdraw"')
+    code, _, err = run_cli(
+        ["compare", str(base[0]), str(base[1]), "--registry", str(reg)], monkeypatch, capsys
+    )
+    assert code == 3 and "torn" in err and not (tmp_path / "comparisons").exists()
+
+
+def test_an_incomplete_evidence_report_is_refused(base, reg, tmp_path, monkeypatch, capsys):
+    m = factory.manifest(models=("scripted/other",), tasks=TASKS, k=K)
+    results, _, _ = factory.frozen_results(tmp_path / "c", m)
+    records = [json.loads(line) for line in (results / "runs.jsonl").read_text().splitlines()]
+    factory.write_records(results, records[:-3])  # three cells never ran
+    publish(results, tmp_path / "pub-c", registry=reg)
+    report = tmp_path / "pub-c" / "evidence_report.json"
+    assert report.exists() and not (tmp_path / "pub-c" / "scorecard.json").exists()
+    assert_refused(
+        [str(base[0]), str(report), "--registry", str(reg)],
+        "an incomplete evidence report",
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+
+
+def _tamper_proof(card: dict) -> None:
+    card["proof"]["attempts"] += 1
+
+
+def _tamper_run(card: dict) -> None:
+    run = next(r for r in card["runs"] if r["outcome"] == "PASS")
+    run.update(outcome="FAIL_DAMAGE", damaged=True, passed=False)
+
+
+def _tamper_consistently(card: dict) -> None:
+    run = next(r for r in card["runs"] if r["outcome"] == "PASS")
+    run.update(outcome="FAIL_SAFE", passed=False)
+    key = run["run_key"]
+    cell = next(
+        c
+        for c in card["cells"]
+        if (c["task"], c["condition"], c["fault"]) == (key["task"], key["condition"], key["fault"])
+    )
+    cell["completion"]["x"] -= 1
+
+
+@pytest.mark.parametrize(
+    ("tamper", "fragment"),
+    [
+        (_tamper_proof, "proof_hash is not the hash of the embedded proof"),
+        (_tamper_run, "disagree with its runs"),
+        (_tamper_consistently, "is not in the registry"),
+    ],
+)
+def test_a_tampered_scorecard_is_refused(base, reg, tmp_path, monkeypatch, capsys, tamper, fragment):
+    copy = tmp_path / "tampered"
+    shutil.copytree(base[1], copy)
+    card = json.loads((copy / "scorecard.json").read_bytes())
+    tamper(card)
+    (copy / "scorecard.json").write_text(json.dumps(card))
+    assert_refused([str(base[0]), str(copy), "--registry", str(reg)], fragment, tmp_path, monkeypatch, capsys)
+
+
+def test_compare_scorecards_writes_nothing_itself(base, reg, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    comparison = compare_scorecards([base[0], base[1]], reg)
+    assert comparison.protocol_hash == load_scorecard(base[0]).protocol_hash
+    assert list(tmp_path.iterdir()) == [reg]
