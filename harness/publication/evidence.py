@@ -21,7 +21,7 @@ import itertools
 import json
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from analysis.records import RECORD_ERROR, VALID, Verdict, effective_status
 from harness.errors import UserError
 from harness.faults.receipts import ActuatorReceipt, WitnessReceipt, verdict
+from harness.gc_paused import collector_paused
 from harness.publication.canonical import CanonicalError, parse_canonical, part_bytes
 
 __all__ = ["Evidence", "RecordFacts", "evidence_from_records", "facts_of", "merkle_root", "read_evidence"]
@@ -285,7 +286,7 @@ def read_evidence(runs: Path, workers: int | None = None) -> Evidence:
     n = workers or _workers()
     ranges = _boundaries(runs, end, n if end >= PARALLEL_MIN_BYTES else 1)
     jobs = [(str(runs), a, b) for a, b in ranges]
-    with _collector_paused():
+    with collector_paused():
         if len(jobs) > 1:
             with multiprocessing.get_context("fork").Pool(len(jobs), initializer=gc.disable) as pool:
                 parts = pool.map(_chunk_for_pool, jobs)
@@ -298,19 +299,6 @@ def read_evidence(runs: Path, workers: int | None = None) -> Evidence:
     with open(runs, "rb") as fh:
         lineno = fh.read(offset).count(b"\n") + 1
     raise UserError(f"{runs}:{lineno}: {why}; restore the line from a backup or move it out")
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Parsing makes only acyclic objects, 100,000 of which survive: the cyclic collector's passes over
-    them (and over the heap that was there before) find nothing and cost a fifth of the read."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _last_newline(path: Path) -> int:

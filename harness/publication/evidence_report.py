@@ -17,20 +17,11 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from harness.publication.cells import Cell, cell_id
 from harness.publication.eligibility import EligibilityProof, StratumCoverage
 from harness.publication.evidence import RecordFacts
+from harness.publication.identity import IDENTITY
 from harness.publication.matrix_check import MatrixCheck
 from harness.publication.reasons import meaning
 
 __all__ = ["ArtifactRefs", "IncompleteEvidenceReport"]
-
-IDENTITY = (
-    "protocol_hash",
-    "matrix_hash",
-    "policy_hash",
-    "evaluator_digest",
-    "witness_contracts_hash",
-    "subject_config_hash",
-    "evidence_root_hash",
-)
 
 
 class _Frozen(BaseModel):

@@ -45,6 +45,18 @@ ENVIRONMENT_KEYS = frozenset({"server_version", "package_version"})
 PARTS = ("matrix_hash", "policy_hash", "evaluator_digest", "witness_contracts_hash")
 
 
+# The identity fields every proof, scorecard and evidence report carries, under these names.
+IDENTITY = (
+    "protocol_hash",
+    "matrix_hash",
+    "policy_hash",
+    "evaluator_digest",
+    "witness_contracts_hash",
+    "subject_config_hash",
+    "evidence_root_hash",
+)
+
+
 class ProtocolIdentity(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

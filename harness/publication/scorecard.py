@@ -31,21 +31,11 @@ from harness.publication.cells import NO_FAULT, fault_kinds
 from harness.publication.eligibility import EligibilityProof
 from harness.publication.environment import ExecutionEnvironment, environment_hash
 from harness.publication.evidence import Evidence, RecordFacts
-from harness.publication.identity import identity_of
+from harness.publication.identity import IDENTITY, identity_of
 from harness.publication.matrix_check import decide
 from harness.publication.policy import Policy
 
 __all__ = ["AxisValue", "PairedOutcome", "Proportion", "PublishableScorecard", "RunKey", "Subject"]
-
-IDENTITY = (
-    "protocol_hash",
-    "matrix_hash",
-    "policy_hash",
-    "evaluator_digest",
-    "witness_contracts_hash",
-    "subject_config_hash",
-    "evidence_root_hash",
-)
 
 
 class _Frozen(BaseModel):

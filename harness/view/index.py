@@ -12,13 +12,11 @@ repairs anything (it is read-only).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
 import threading
 from collections.abc import Iterator, Mapping, ValuesView
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from analysis.records import VALID, effective_status
 from harness.errors import UserError
+from harness.gc_paused import collector_paused
 
 # Read a megabyte at a time: one read of a 150 MB file costs more in page faults than the copy.
 CHUNK = 1 << 20
@@ -349,7 +348,7 @@ class ResultsIndex:
             return
         # Copied, not mutated: a page being computed from the previous snapshot keeps iterating it.
         runs, attempts = dict(self._runs), dict(self._attempts)
-        with open(self.runs_path, "rb") as fh, _gc_paused():
+        with open(self.runs_path, "rb") as fh, collector_paused():
             fh.seek(self._offset)
             offset, lineno, problems, self._torn = _read(
                 fh, st.st_size - self._offset, self._offset, self._lineno, runs, attempts
@@ -407,20 +406,6 @@ def _read(
         offset += end - start
         carry = [chunk[end:]] if end < len(chunk) else []
     return offset, lineno, problems, bool(carry)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Hold the cyclic collector while a span is read: the index keeps every tuple it makes, so each
-    collection in between only re-scans them (and everything else alive) for nothing, which cost a
-    third of the first page at 100,000 runs. Attempts hold no cycles; nothing is left to collect."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _short(exc: ValueError) -> str:
