@@ -154,14 +154,18 @@ async def serve(
             sock.close()
         raise
     try:
-        log(f"run database {session.run_db} (task {prepared.task.id}, {len(prepared.tools)} tools)")
+        # Announced only once a signal finishes the run rather than ending the process: a client (or a
+        # test) that reads this line may signal at once.
+        def announce() -> None:
+            log(f"run database {session.run_db} (task {prepared.task.id}, {len(prepared.tools)} tools)")
+
         finisher = _Finisher(session, opts.final_message, log, report)
         faults = for_layers(layers, opts.fault_delay_s) if sock is not None else None
         server = build_server(session, faults, log)
         if sock is None:
-            await _serve_stdio(server, finisher, log, leave)
+            await _serve_stdio(server, finisher, log, leave, announce)
         else:
-            await _serve_http(server, sock, opts, finisher, log, faults)
+            await _serve_http(server, sock, opts, finisher, log, faults, announce)
     finally:
         with anyio.CancelScope(shield=True):
             await session.__aexit__(None, None, None)
@@ -198,12 +202,15 @@ class _Finisher:
             self._done.set()
 
 
-async def _serve_stdio(server: Server[Any], finish: _Finisher, log: Log, leave: Leave) -> None:
+async def _serve_stdio(
+    server: Server[Any], finish: _Finisher, log: Log, leave: Leave, announce: Callable[[], None]
+) -> None:
     from mcp.server.stdio import stdio_server
 
     error: Exception | None = None
     async with anyio.create_task_group() as tg:
         await tg.start(_finish_on_signal, finish, log, leave)
+        announce()
         try:
             try:
                 async with stdio_server() as (read, write):
@@ -247,6 +254,7 @@ async def _serve_http(
     finish: _Finisher,
     log: Log,
     faults: HttpFaults | None,
+    announce: Callable[[], None],
 ) -> None:
     import uvicorn
 
@@ -259,11 +267,12 @@ async def _serve_http(
     web = uvicorn.Server(config)
     hosts = ", ".join(allowed_hosts(opts.host, opts.allowed_hosts))
     token_note = "; a bearer token is required" if opts.token else ""
-    log(f"listening on {url_of(sock)} (Host: {hosts}{token_note})")
     # uvicorn catches SIGINT/SIGTERM while serving, then restores the previous handlers and re-raises
     # the signal: with no-op handlers in place that re-raise is harmless, and so is a signal arriving
-    # while the run is being finished.
+    # while the run is being finished (or before uvicorn has installed its own).
     with _signals_ignored(), faults.quiet_cuts() if faults is not None else nullcontext():
+        announce()
+        log(f"listening on {url_of(sock)} (Host: {hosts}{token_note})")
         try:
             await web.serve(sockets=[sock])
         finally:
