@@ -17,8 +17,11 @@ import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -84,6 +87,9 @@ class Timed:
         t0 = time.perf_counter()
         await self.inner.close()
         self.close_s = time.perf_counter() - t0
+
+    def facts(self) -> Sequence[BaseModel]:
+        return self.inner.facts()
 
 
 def measure(sb: Sandbox, results: Path, factory: ExecutorFactory, k: int = K) -> tuple[int, float, float]:

@@ -184,7 +184,13 @@ def audit(
         frozen_by = freeze_digest(freeze) if freeze is not None else None
         recipe = recipe.model_copy(update={"protocol_hash": protocol, "frozen_by": frozen_by})
         ctx = build_context(
-            recipe, sandbox, tasks=tasks, prepared=prepared, agents=agents, receipts=rd.path / "receipts"
+            recipe,
+            sandbox,
+            tasks=tasks,
+            prepared=prepared,
+            agents=agents,
+            receipts=rd.path / "receipts",
+            catalogue=catalogue,
         )
         with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
             bases = {tid: p.before for tid, p in prepared.items()}
@@ -194,7 +200,7 @@ def audit(
                 try:
                     new = asyncio.run(run_matrix(slots, rd, bases, pending, max_attempts, progress))
                 finally:
-                    rd.note_slots(getattr(slots, "facts", lambda: [])())
+                    rd.note_slots(slots.facts())
             rate = progress.runs_per_second
     finally:
         rd.close()

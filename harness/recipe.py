@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.agents import ConfigError, resolve_agent
 from harness.agents.base import DEFAULT_MAX_STEPS, Agent
-from harness.conditions.catalogue import load_catalogue
+from harness.conditions.catalogue import Catalogue, load_catalogue
 from harness.conditions.layers import RunCondition, for_run
 from harness.conditions.model import Condition
 from harness.episode import PreparedTask, prepare
@@ -58,12 +58,14 @@ def build_context(
     prepared: dict[str, PreparedTask] | None = None,
     agents: dict[str, Agent] | None = None,
     receipts: Path | None = None,
+    catalogue: Catalogue | None = None,
 ) -> RunContext:
     """The slot's context; the driver passes what it already built, a remote slot builds all of it."""
     tasks = tasks if tasks is not None else load_suite(patterns=recipe.task_patterns)
     prepared = prepared if prepared is not None else {t.id: prepare(sandbox, t) for t in tasks}
     by_name = {c.name: c for c in recipe.conditions}
-    catalogue = load_catalogue() if any(c.adversarial for c in recipe.conditions) else None
+    if catalogue is None and any(c.adversarial for c in recipe.conditions):
+        catalogue = load_catalogue()
 
     def conditions(plan: RunPlan) -> RunCondition:
         return for_run(by_name[plan.condition], prepared[plan.task], plan.seed, catalogue)

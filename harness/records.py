@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -318,7 +319,7 @@ class ResultsDir:
     def _dump_files(self, digest: str) -> tuple[Path, Path]:
         return self.dumps / f"{digest}.jsonl.gz", self.dumps / f"{digest}.delta.jsonl.gz"
 
-    def note_slots(self, facts: list[BaseModel]) -> None:
+    def note_slots(self, facts: Sequence[BaseModel]) -> None:
         """Where remote executor slots ran (host, actor, Postgres version), one line per slot and
         invocation in `execution_slots.jsonl`, beside the execution environment: observed facts, never
         part of the protocol hash."""

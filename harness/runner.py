@@ -135,7 +135,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         "events": [e.model_dump(mode="json") for e in session.events],
     }
     timings.total_s = time.perf_counter() - t_start
-    outcome = _fault_outcome(ctx, plan, fault)
+    outcome = _fault_outcome(fault)
     record = RunRecord(
         run_id=plan.run_id,
         model=plan.model,
@@ -185,11 +185,11 @@ def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | N
     return FaultLayer(injector, log, trigger, fault_id=cell.fault_id)
 
 
-def _fault_outcome(ctx: RunContext, plan: RunPlan, layer: FaultLayer | None) -> FaultOutcome | None:
-    if layer is None or plan.fault is None or ctx.schedule is None:
+def _fault_outcome(layer: FaultLayer | None) -> FaultOutcome | None:
+    if layer is None:
         return None
-    cell = ctx.schedule.cell(plan.task, plan.fault)
-    base = FaultOutcome(fault_id=cell.fault_id, kind=cell.kind, trigger=cell.trigger.describe(), fired=False)
+    kind, trigger = layer.injector.kind, layer.trigger.describe()
+    base = FaultOutcome(fault_id=layer.fault_id, kind=kind, trigger=trigger, fired=False)
     if not layer.fired:
         return base
     injected = layer.fired[0]

@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+from pydantic import BaseModel
 
 from harness.matrix import RunPlan
 from harness.recipe import RunRecipe
@@ -23,6 +25,11 @@ class Executor(Protocol):
     async def attempt(self, plan: RunPlan, attempt: int) -> Attempt: ...
 
     async def close(self) -> None: ...
+
+    def facts(self) -> Sequence[BaseModel]:
+        """Where the slots ran (host, actor, Postgres version), recorded beside the execution environment;
+        empty for this process, whose environment is the one already observed."""
+        ...
 
 
 # (the recipe, the driver's own context, --concurrency) -> the executor the audit runs on
@@ -42,6 +49,9 @@ class LocalExecutor:
 
     async def close(self) -> None:
         pass
+
+    def facts(self) -> Sequence[BaseModel]:
+        return []
 
 
 def local_executor(recipe: RunRecipe, ctx: RunContext, slots: int) -> Executor:

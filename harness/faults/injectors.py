@@ -224,6 +224,8 @@ class Trigger(Protocol):
 
     def answered(self, call: ToolCall, ok: bool) -> None: ...
 
+    def describe(self) -> str: ...
+
 
 @dataclass
 class FaultLayer:

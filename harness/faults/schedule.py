@@ -198,6 +198,9 @@ class TriggerState:
             return self.wrote
         return call.ordinal == self.trigger.n
 
+    def describe(self) -> str:
+        return self.trigger.describe()
+
     def answered(self, call: ToolCall, ok: bool) -> None:
         """Called with every answer that passed the fault layer untouched."""
         tool = self.tools.get(call.tool)
