@@ -2,19 +2,21 @@
 
 `canonical_bytes` / `canonical_hash` go through the `rfc8785` package, the reference. `parse_canonical`
 gives the same bytes for one JSON text (a line of runs.jsonl) several times faster, which is what makes
-an evidence root over 100,000 records affordable: pydantic-core's JSON writer, given objects with sorted
-keys, already writes RFC 8785 for every value except three, and the one pass that sorts the keys also
-catches all three and sends that text through the reference instead:
+an evidence root over 100,000 records affordable: msgspec's JSON writer, told to sort keys, already
+writes RFC 8785 for every value except three, and each of the three is caught before it is written and
+sent through the reference instead:
 
-- a float written otherwise than ECMAScript writes it (`1.0` vs `1`, `1e-5` vs `0.00001`, `1e16` vs
-  `10000000000000000`): integral floats inside the exact-integer range become ints (same bytes); any
-  other integral float, and any float outside [1e-4, 1e16), where the two notations part, marks the
-  text;
-- an integer outside +-(2**53 - 1), which RFC 8785 refuses (the reference raises);
+- a float written otherwise than ECMAScript writes it (`1.0` vs `1`, `1e16` vs `10000000000000000`):
+  the parser hands every float literal to `_float`, which makes integral floats inside the
+  exact-integer range ints (same bytes) and marks any other integral float, and any float outside
+  [1e-4, 1e16), where the two notations part, as `_Unwritable`, which the writer refuses;
+- an integer outside +-(2**53 - 1), which RFC 8785 refuses (the reference raises): a number literal
+  of 16 or more digits sends the text to the reference;
 - a character outside the Basic Multilingual Plane, since RFC 8785 sorts keys by UTF-16 code units and
-  Python by code points, and the two orders differ only there.
+  msgspec by code points, and the two orders differ only there.
 
-String escaping is the same in both (`\\" \\\\ \\b \\f \\n \\r \\t`, other controls `\\u00xx`, nothing else).
+String escaping is the same in both (`\\" \\\\ \\b \\f \\n \\r \\t`, other controls `\\u00xx`, nothing else);
+both parsers refuse NaN, the infinities' names and lone surrogates.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import hashlib
 import re
 from typing import Any, NamedTuple
 
-import pydantic_core
+import msgspec
 import rfc8785
 from pydantic import BaseModel
 
@@ -41,6 +43,12 @@ __all__ = [
 
 _SAFE_INT = 2**53 - 1
 _NON_BMP = re.compile(rb"[\xf0-\xf4]")  # the lead byte of a 4-byte UTF-8 sequence: outside the BMP
+# Written compactly, a number follows `[`, `:` or `,`; mapped to `:` (digits to `0`, `-` kept, all else
+# to `x`), one of 16 or more digits, which may exceed 2**53 - 1, shows as `:0000000000000000`. A string
+# that looks so only costs the reference's time. (bytes.translate is ten times faster than a regex.)
+_SHAPE_OF = {**dict.fromkeys(b"0123456789", ord("0")), **dict.fromkeys(b"[:,", ord(":")), ord("-"): ord("-")}
+_NUMBER_SHAPE = bytes(_SHAPE_OF.get(b, ord("x")) for b in range(256))
+_LONG_INTS = (b":" + b"0" * 16, b":-" + b"0" * 16)
 
 
 class CanonicalError(ValueError):
@@ -63,69 +71,56 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _float(x: float) -> tuple[float | int, bool]:
-    """A float as the fast writer should get it (integral ones in the exact-integer range as ints), and
-    whether it then writes it as RFC 8785 does (outside [1e-4, 1e16) the two notations part)."""
+class _Unwritable:
+    """A float the fast writer would write otherwise than RFC 8785; msgspec refuses to encode it."""
+
+    __slots__ = ()
+
+
+_UNWRITABLE = _Unwritable()
+
+
+def _float(literal: str) -> float | int | _Unwritable:
+    x = float(literal)
     if x.is_integer():
-        return (int(x), True) if -_SAFE_INT <= x <= _SAFE_INT else (x, False)
-    return x, 1e-4 <= abs(x) < 1e16
+        return int(x) if -_SAFE_INT <= x <= _SAFE_INT else _UNWRITABLE
+    return x if 1e-4 <= abs(x) < 1e16 else _UNWRITABLE
 
 
-def _sorted_normal(node: dict[str, Any] | list[Any]) -> tuple[Any, bool]:
-    """A copy of a parsed JSON object or array with every object's keys sorted and every float as
-    `_float` makes it; and whether all of it writes as RFC 8785 does.
+def _plain_float(literal: str) -> float | int:
+    x = float(literal)
+    return int(x) if x.is_integer() and -_SAFE_INT <= x <= _SAFE_INT else x
 
-    The hot loop of the evidence root (a record has a few dozen values): strings, booleans, None,
-    exact-range ints and empty containers cost no call, so both loops spell the same tests out."""
-    exact = True
-    if isinstance(node, dict):
-        out: dict[str, Any] = {}
-        for key in sorted(node):
-            x = node[key]
-            kind = type(x)
-            if kind is int:
-                if not -_SAFE_INT <= x <= _SAFE_INT:
-                    exact = False
-            elif kind is float:
-                x, ok = _float(x)
-                exact = exact and ok
-            elif (kind is dict or kind is list) and x:
-                x, ok = _sorted_normal(x)
-                exact = exact and ok
-            out[key] = x
-        return out, exact
-    items = []
-    for x in node:
-        kind = type(x)
-        if kind is int:
-            if not -_SAFE_INT <= x <= _SAFE_INT:
-                exact = False
-        elif kind is float:
-            x, ok = _float(x)
-            exact = exact and ok
-        elif (kind is dict or kind is list) and x:
-            x, ok = _sorted_normal(x)
-            exact = exact and ok
-        items.append(x)
-    return items, exact
+
+_FAST_DECODER = msgspec.json.Decoder(float_hook=_float)
+_PLAIN_DECODER = msgspec.json.Decoder(float_hook=_plain_float)
+_ENCODER = msgspec.json.Encoder(order="sorted")
 
 
 def parse_canonical(text: str | bytes) -> Canonical:
-    """The RFC 8785 form of one JSON text, with its parsed value (keys sorted, integral floats as ints).
-
-    Parsed and written by pydantic-core (in Rust, several times faster than the json module here); its
-    parser refuses NaN, the infinities and lone surrogates as RFC 8785 does, and its writer escapes
-    strings and writes shortest-digit floats as ECMAScript does."""
+    """The RFC 8785 form of one JSON text, with its parsed value (integral floats as ints)."""
     try:
-        parsed: list[Any] = [pydantic_core.from_json(text, allow_inf_nan=False)]
-        (value,), exact = _sorted_normal(parsed)
+        value = _FAST_DECODER.decode(text)
+        try:
+            data = _ENCODER.encode(value)
+        except TypeError:  # an _Unwritable float
+            pass
+        else:
+            if _exact(data):
+                return Canonical(data, value, True)
+        value = _PLAIN_DECODER.decode(text)
     except RecursionError:
         raise CanonicalError("nested too deeply") from None
-    if exact:
-        data = pydantic_core.to_json(value)
-        if data.isascii() or not _NON_BMP.search(data):
-            return Canonical(data, value, True)
     return Canonical(canonical_bytes(value), value, False)
+
+
+def _exact(data: bytes) -> bool:
+    """Whether the fast writer's bytes are RFC 8785's: no integer that may be out of range, no character
+    outside the BMP."""
+    shape = data.translate(_NUMBER_SHAPE)
+    if _LONG_INTS[0] in shape or _LONG_INTS[1] in shape:
+        return False
+    return data.isascii() or not _NON_BMP.search(data)
 
 
 class Canonical(NamedTuple):
@@ -137,7 +132,7 @@ class Canonical(NamedTuple):
 def part_bytes(value: Any, fast: bool) -> bytes:
     """The RFC 8785 bytes of a part of a value `parse_canonical` returned (with its `fast`): what held for
     the whole holds for each part."""
-    return pydantic_core.to_json(value) if fast else canonical_bytes(value)
+    return _ENCODER.encode(value) if fast else canonical_bytes(value)
 
 
 def model_bytes(model: BaseModel) -> bytes:

@@ -47,6 +47,7 @@ EVALUATOR_SOURCES: tuple[tuple[str, str], ...] = (
 NOT_EVALUATOR = frozenset({"harness/publication/registry.py"})
 LIBRARIES: tuple[str, ...] = (
     "lark",
+    "msgspec",
     "numpy",
     "pandas",
     "pydantic",

@@ -12,7 +12,13 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.publication.canonical import CanonicalError, canonical_bytes, canonical_hash, canonical_line
+from harness.publication.canonical import (
+    CanonicalError,
+    canonical_bytes,
+    canonical_hash,
+    canonical_line,
+    parse_canonical,
+)
 
 # RFC 8785 section 3.2.3's example, as the JSON text the RFC gives and the bytes it says it becomes.
 RFC_INPUT = r"""{
@@ -128,3 +134,32 @@ def test_floats_across_the_fast_range_match_the_reference():
     assert canonical_line(text)[0] == rfc8785.dumps(values)
     for v in values[:2000]:
         assert canonical_line(json.dumps([v]))[0] == rfc8785.dumps([v])
+
+
+@pytest.mark.parametrize(
+    ("value", "fast"),
+    [
+        ([1.0, -0.0, 3.0e14], True),  # integral floats in the exact range: written as the ints they are
+        ([2.5e16, 1e-5, 1e21, 1e-7], False),  # where the two notations part
+        ([1000000000000000, -(2**53) + 1, 2**53 - 1], False),  # 16 digits: may be past the exact range
+        ({"note": "at :1234567890123456 and [-9999999999999999"}, False),  # shaped like one, in a string
+        ({"\U0001f600": 1, "\ufb33": 2}, False),  # keys outside the BMP: UTF-16 order
+        ({"digits": "\u00b2\u00b3\u00b9\u0660\u0661" * 8, "n": 12345}, True),  # not ASCII: not numbers
+    ],
+)
+def test_the_fast_writer_is_trusted_exactly_where_it_writes_rfc_8785(value, fast):
+    parsed = parse_canonical(json.dumps(value))
+    assert parsed.data == rfc8785.dumps(value)
+    assert parsed.fast is fast
+
+
+@pytest.mark.parametrize("text", ["[-12345678901234567890]", '{"a": [1, {"b": 9007199254740992}]}'])
+def test_an_integer_past_the_exact_range_is_refused_wherever_it_sits(text):
+    with pytest.raises(CanonicalError):
+        canonical_line(text)
+
+
+def test_a_record_shaped_line_takes_the_fast_path():
+    """The evidence root's speed rests on ordinary records never needing the reference."""
+    record = {"run_id": "r1", "timings": {"agent_s": 1.3, "total_s": 0.004}, "cost_usd": 0.0042, "k": [1, 2]}
+    assert parse_canonical(json.dumps(record)).fast
