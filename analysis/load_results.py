@@ -8,9 +8,10 @@ carries. For a valid run, errored = error.kind is "agent", mutated = verdict.mut
 outcome is FAIL_DAMAGE or (errored and mutated): mutation-then-error counts as damage,
 error-without-mutation does not; passed = outcome is PASS and not damaged; dollars is
 verdict.dollars (Decimal). Superseded attempts are listed in ``superseded`` and noted. Records that
-carry more than one protocol hash (or a hash other than the manifest's: SHA-256 of its RFC 8785
-form, as the harness computes it) are refused unless allow_mixed_protocols. A last line without its
-newline is a run still being written; like the harness, analysis skips it (and says so).
+carry more than one protocol hash, or another hash than the directory's (protocol.json's, beside a
+manifest it names; for an older directory, SHA-256 of the manifest's RFC 8785 form), are refused
+unless allow_mixed_protocols. A last line without its newline is a run still being written; like the
+harness, analysis skips it (and says so).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from analysis.records import (
     infer_agent_kind,
 )
 
+PROTOCOL_FIELDS = ("protocol_hash", "manifest_hash")
+
 
 def _where(exc: ValidationError | ValueError) -> str:
     if not isinstance(exc, ValidationError):
@@ -68,8 +71,30 @@ def _manifest(directory: Path) -> Manifest | None:
         raise InputError(f"{path}: {detail}") from None
     if manifest.protocol_hash is None:
         digest = hashlib.sha256(rfc8785.dumps(raw)).hexdigest()
-        manifest = manifest.model_copy(update={"protocol_hash": digest})
+        recorded = _recorded_protocol(directory, digest)
+        manifest = manifest.model_copy(update={"protocol_hash": recorded or digest})
     return manifest
+
+
+def _recorded_protocol(directory: Path, manifest_digest: str) -> str | None:
+    """The protocol hash the harness stamps on every record, from protocol.json (the manifest's identity
+    under the policy and evaluator code that recorded the runs); None for a directory from before it."""
+    path = directory / "protocol.json"
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        raw = None
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in PROTOCOL_FIELDS):
+        raise InputError(f"{path}: not a protocol identity (protocol_hash, manifest_hash); restore the file")
+    if raw["manifest_hash"] != manifest_digest:
+        raise InputError(
+            f"{path}: is the identity of another manifest (manifest_hash {raw['manifest_hash'][:12]}, "
+            f"manifest.json {manifest_digest[:12]}); restore the directory's own protocol.json"
+        )
+    recorded: str = raw["protocol_hash"]
+    return recorded
 
 
 def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:

@@ -47,7 +47,6 @@ from harness.faults.receipts import (  # noqa: E402
     LostResponseWitness,
     WitnessReceipt,
 )
-from harness.manifest import protocol_hash  # noqa: E402
 from harness.matrix import run_seed  # noqa: E402
 from harness.publication.canonical import canonical_line  # noqa: E402
 from harness.publication.cells import registered_cells  # noqa: E402
@@ -135,7 +134,7 @@ def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
     """The frozen results directory; returns the number of runs."""
     (directory / "manifest.json").write_text(json.dumps(m))
     freeze, _ = write_freeze(directory, "bench")
-    protocol, frozen = protocol_hash(m), freeze_digest(freeze)  # what the runner stamps on a record
+    protocol, frozen = identity_of(m).protocol_hash, freeze_digest(freeze)  # as the runner stamps them
     (directory / "dumps").mkdir()
     for d in DIGESTS:
         (directory / "dumps" / f"{d}.jsonl.gz").write_bytes(b"")

@@ -23,8 +23,10 @@ from harness.manifest import build_manifest, write_or_check
 from harness.matrix import expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
+from harness.publication.binding import bind_protocol
 from harness.publication.environment import observe_environment, write_execution_environment
 from harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
+from harness.publication.identity import identity_of
 from harness.publication.policy import load_policy
 from harness.recipe import RunRecipe, build_context, resolve_agents
 from harness.records import ResultsDir, RunRecord
@@ -155,10 +157,13 @@ def audit(
                 f"cut a torn last line of {rd.runs} ({rd.torn_bytes} bytes): "
                 "an attempt cut short, which runs again"
             )
-        protocol = write_or_check(rd.manifest, manifest)
+        write_or_check(rd.manifest, manifest)
+        identity = identity_of(manifest)
         freeze = load_freeze(rd.path)
         if freeze is not None and (why := frozen_refusal(freeze, manifest)):
             raise UsageError(f"{rd.path}: {why}; amend the protocol in another --results directory")
+        bind_protocol(rd.path, identity, has_runs=rd.runs.exists() and rd.runs.stat().st_size > 0)
+        protocol = identity.protocol_hash  # what every record carries
         for p in prepared.values():
             rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
         fault_cells = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []

@@ -35,9 +35,10 @@ class EligibilityRules(_Frozen):
     schema_version: Literal["agentrel-eligibility-rules/1"] = "agentrel-eligibility-rules/1"
     # Decisive statuses a registered cell may end in and still count as measured.
     measured_statuses: tuple[str, ...] = (VALID,)
-    # What a record's protocol_hash may be: the identity's root, or (for records written before the
-    # runner stamped the root) the manifest's own hash, which the freeze binds beside the root.
-    record_binding: Literal["protocol_hash", "protocol_or_manifest_hash"] = "protocol_or_manifest_hash"
+    # What a record's protocol_hash may be: the identity's root, which the runner stamps (protocol.json);
+    # a policy may also admit the manifest's own hash, which records carried before the root existed
+    # and which the freeze binds beside the root.
+    record_binding: Literal["protocol_hash", "protocol_or_manifest_hash"] = "protocol_hash"
     strata: tuple[Literal["condition", "fault_kind", "task"], ...] = ("condition", "fault_kind", "task")
 
     @field_validator("measured_statuses")

@@ -230,6 +230,30 @@ def test_manifest_hash_computed_like_the_harness(tmp_path):
         load_input(directory)
 
 
+def test_protocol_json_names_the_hash_records_carry(tmp_path):
+    """Beside a manifest it names, protocol.json's root is the one hash the records may carry (the
+    manifest's own hash then mixes protocols); one of another manifest is refused in one line."""
+    import hashlib
+
+    import rfc8785
+
+    manifest = {"format": "agentrel-manifest/1", "agents": [{"name": "m", "kind": "model"}], "k": 2}
+    digest, root = hashlib.sha256(rfc8785.dumps(manifest)).hexdigest(), "c" * 64
+    directory = write_results(tmp_path / "r", [record("m", "t", 0, protocol=root)])
+    (directory / "manifest.json").write_bytes(rfc8785.dumps(manifest))
+    (directory / "protocol.json").write_text(json.dumps({"protocol_hash": root, "manifest_hash": digest}))
+    assert load_input(directory).protocol_hashes == [root]
+    (directory / "runs.jsonl").write_text(json.dumps(record("m", "t", 0, protocol=digest)) + "\n")
+    with pytest.raises(MixedProtocolsError):
+        load_input(directory)
+    (directory / "protocol.json").write_text(json.dumps({"protocol_hash": root, "manifest_hash": "d" * 64}))
+    with pytest.raises(InputError, match=r"protocol\.json: is the identity of another manifest"):
+        load_input(directory)
+    (directory / "protocol.json").write_text("[]")
+    with pytest.raises(InputError, match="not a protocol identity"):
+        load_input(directory)
+
+
 def test_reads_records_written_by_the_harness_record_model(tmp_path):
     """Contract check: a record built and appended by harness.records loads with the same meaning."""
     from dsl.verdict import DamageEvent, RequirementResult, Verdict

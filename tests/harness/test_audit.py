@@ -140,6 +140,31 @@ def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):
     assert "changed: k" in result.stderr
 
 
+def test_records_carry_the_protocol_root_and_other_code_may_not_add_to_them(sandbox, tmp_path):
+    """protocol.json names the identity the runs were recorded under; a resume under another evaluator
+    (or a directory from before the file) is refused in one line, and the recorded runs stay."""
+    from harness.publication.identity import identity_of
+
+    results = tmp_path / "r"
+    outcome = audit_task(sandbox, results, k=1, model="scripted/oracle")
+    identity = identity_of(json.loads((results / "manifest.json").read_bytes()))
+    bound = json.loads((results / "protocol.json").read_bytes())
+    assert bound["protocol_hash"] == identity.protocol_hash == outcome.protocol_hash
+    assert {r.protocol_hash for r in ResultsDir(results).records()} == {identity.protocol_hash}
+    runs = (results / "runs.jsonl").read_bytes()
+
+    other_code = dict(bound, evaluator_digest="e" * 64, protocol_hash="f" * 64)
+    (results / "protocol.json").write_text(json.dumps(other_code))
+    args = ("audit", "--model", "scripted/oracle", "--k", "1", "--tasks", TASK, "--results", str(results))
+    refused = agentrel(*args)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "differs: evaluator_digest" in refused.stderr
+    (results / "protocol.json").unlink()
+    refused = agentrel(*args)
+    assert refused.returncode == 2 and "recorded without a protocol.json" in refused.stderr
+    assert (results / "runs.jsonl").read_bytes() == runs
+
+
 def test_config_errors_stop_before_any_run(sandbox, tmp_path):
     env = {k: "" for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")}
     cases = [

@@ -194,14 +194,16 @@ def test_every_invalid_run_is_accounted_for():
     assert got.decisive_statuses == {"provider_invalid": 1, "record_error": 1, "valid": 22}
 
 
-def test_records_bind_to_the_protocol_root_or_the_manifest_hash_by_policy():
+def test_records_bind_to_the_protocol_root_unless_a_policy_admits_the_manifest_hash():
     m, freeze, records = setup()
     legacy = [dict(r, protocol_hash=identity_of(m).manifest_hash) for r in records]
-    assert proof(m, freeze, legacy).eligible
-    strict = Policy(eligibility=EligibilityRules(record_binding="protocol_hash"))
-    strict_freeze = make_freeze(identity_of(m, policy=strict), "tester", FROZEN_AT)
-    legacy = [dict(r, frozen_by=freeze_digest(strict_freeze)) for r in legacy]
-    assert reasons(m, strict_freeze, legacy, policy=strict) == {"record_protocol_mismatch"}
+    assert reasons(m, freeze, legacy) == {"record_protocol_mismatch"}  # the shipped policy
+    lenient = Policy(eligibility=EligibilityRules(record_binding="protocol_or_manifest_hash"))
+    lenient_freeze = make_freeze(identity_of(m, policy=lenient), "tester", FROZEN_AT)
+    legacy = [dict(r, frozen_by=freeze_digest(lenient_freeze)) for r in legacy]
+    assert proof(m, lenient_freeze, legacy, policy=lenient).eligible
+    other = [dict(r, protocol_hash="e" * 64) for r in legacy]
+    assert reasons(m, lenient_freeze, other, policy=lenient) == {"record_protocol_mismatch"}
 
 
 def test_malformed_records_and_unreadable_schedules_fail_closed():
