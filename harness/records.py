@@ -369,6 +369,28 @@ class ResultsDir:
     def transcript_path(self, rid: str, attempt: int) -> Path:
         return self.transcripts / (f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json")
 
+    def keep_receipts(self, rid: str, attempt: int, data: bytes) -> None:
+        """The receipt log of a fault attempt as its slot fsynced it, when the slot ran on another machine
+        (one on this machine wrote this very file): written whole and synced before its record, so a
+        record never names receipts this directory lacks."""
+        path = self.path / "receipts" / f"{rid}.{attempt}.jsonl"
+        if path.exists():
+            return
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tmp.open("wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            tmp.replace(path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise EnvironmentFailure(
+                f"{path.parent}: cannot write a receipt log ({_why(exc)}); every recorded run is intact: "
+                "free space, then run the same command to resume"
+            ) from None
+
     def write_transcript(self, rid: str, attempt: int, transcript: dict[str, Any]) -> str:
         """Write (atomically) and return the SHA-256 of the transcript; written before its record, so a
         record never points at a transcript a crash lost (after a power loss the resume checks it)."""

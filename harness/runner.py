@@ -76,6 +76,7 @@ class Attempt:
     record: RunRecord
     after: State | None
     transcript: dict[str, Any]
+    receipts: bytes | None = None  # a fault attempt's receipt log, as the slot fsynced it
 
 
 async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
@@ -171,7 +172,8 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         before_digest=prepared.template.digest,
         started_at=started,
     )
-    return Attempt(record, finished.after if finished else None, transcript)
+    receipts = fault.log.path.read_bytes() if fault is not None and fault.log.path.exists() else None
+    return Attempt(record, finished.after if finished else None, transcript, receipts)
 
 
 def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | None:
@@ -205,11 +207,14 @@ def _fault_outcome(layer: FaultLayer | None) -> FaultOutcome | None:
 
 
 def record_attempt(results: ResultsDir, base: State, attempt: Attempt) -> RunRecord:
-    """The driver's half: the dump (as a delta against `base`, the task's template state), then the
-    transcript, then the record that names both, appended last so it never points at a lost file."""
+    """The driver's half: the dump (as a delta against `base`, the task's template state), the
+    transcript and the receipt log, then the record that names them, appended last so it never points
+    at a lost file."""
     record = attempt.record
     after_digest = results.store_dump(attempt.after, base) if attempt.after is not None else None
     transcript_digest = results.write_transcript(record.run_id, record.attempt, attempt.transcript)
+    if attempt.receipts is not None:
+        results.keep_receipts(record.run_id, record.attempt, attempt.receipts)
     record = record.model_copy(update={"after_digest": after_digest, "transcript_digest": transcript_digest})
     results.append(record)
     return record

@@ -60,8 +60,8 @@ class SlotSpec:
     scale: int
     templates: dict[str, str]  # task id -> the driver's template digest
     # Where a fault run fsyncs its receipts before recovery starts: the driver's folder, which a slot on
-    # the driver's machine shares; a slot elsewhere writes the same path on its node (the record carries
-    # the receipts to the driver either way).
+    # the driver's machine shares; a slot elsewhere writes the same path on its node, and the attempt
+    # carries the log's bytes to the driver, which keeps them when its own copy is absent.
     receipts: str | None = None
     setup: Callable[[], None] | None = None  # run first in the actor (e.g. to register an agent adapter)
 

@@ -31,24 +31,26 @@ class Shipped:
     transcript: dict[str, Any]
     after_digest: str | None = None
     delta: Delta | None = None  # against the task's template state; None when no state was read
+    receipts: bytes | None = None
 
 
 def ship(attempt: Attempt, base: State) -> Shipped:
-    if attempt.after is None:
-        return Shipped(attempt.record, attempt.transcript)
-    return Shipped(attempt.record, attempt.transcript, attempt.after.digest(base), attempt.after.delta(base))
+    shipped = Shipped(attempt.record, attempt.transcript, receipts=attempt.receipts)
+    if attempt.after is not None:
+        shipped.after_digest, shipped.delta = attempt.after.digest(base), attempt.after.delta(base)
+    return shipped
 
 
 def unship(shipped: Shipped, base: State) -> Attempt:
     if shipped.delta is None or shipped.after_digest is None:
-        return Attempt(shipped.record, None, shipped.transcript)
+        return Attempt(shipped.record, None, shipped.transcript, shipped.receipts)
     after = rebuild(base, shipped.delta)
     got = after.digest(base)
     if got != shipped.after_digest:
         raise TransferError(
             f"the shipped state rebuilds to {got[:12]}, not the slot's {shipped.after_digest[:12]}"
         )
-    return Attempt(shipped.record, after, shipped.transcript)
+    return Attempt(shipped.record, after, shipped.transcript, shipped.receipts)
 
 
 def rebuild(base: State, delta: Delta) -> State:

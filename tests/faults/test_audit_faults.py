@@ -3,6 +3,7 @@ run on the real process path; every cell ends with exactly one terminal status o
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -79,6 +80,33 @@ def test_fault_cells_are_witnessed_paired_and_scored_from_the_state(sandbox, tmp
     # Resume: every cell has its terminal status, so nothing runs again.
     again = run(sandbox, tmp_path / "r", models, schedule)
     assert again.new == [] and again.skipped == 6
+
+
+def test_a_slot_on_another_machine_sends_its_receipt_log_to_the_driver(sandbox, tmp_path):
+    """A slot whose receipts folder is not the driver's (a Ray actor on another node) fsyncs its log
+    there; the attempt carries those bytes and the driver keeps them before the record, so the
+    publication's artifact check finds every fault's log in the results directory."""
+    from harness.executors import LocalExecutor
+    from harness.publication.artifacts import artifact_problems
+    from harness.publication.evidence import read_evidence
+
+    schedule = tmp_path / "s.yaml"
+    schedule.write_text(SCHEDULE)
+    node = tmp_path / "other-node-receipts"
+
+    def elsewhere(recipe, ctx, slots):
+        return LocalExecutor(dataclasses.replace(ctx, receipts=node), slots)
+
+    results = tmp_path / "r"
+    run(sandbox, results, ["scripted/reconcile"], schedule, executor=elsewhere)
+    logs = sorted(p.name for p in node.iterdir())
+    assert logs == ["scripted_reconcile__csm-double-charge__fault:lost__0001.1.jsonl"]
+    kept = results / "receipts" / logs[0]
+    assert kept.read_bytes() == (node / logs[0]).read_bytes()
+    assert artifact_problems(results, read_evidence(results / "runs.jsonl")) == []
+    kept.unlink()  # what the driver's folder held before the attempt carried the log
+    problems = artifact_problems(results, read_evidence(results / "runs.jsonl"))
+    assert problems and all("receipt log" in p for p in problems)
 
 
 def test_an_injector_that_does_nothing_leaves_its_cell_invalid_never_a_pass(sandbox, tmp_path, monkeypatch):
