@@ -9,6 +9,10 @@ and the classification of what came back live here once:
   usable tool call, a content filter) is a **provider** failure: retried with backoff, and if it persists
   the run ends as provider-failed, never as the agent's final answer;
 - refused credentials (401/403, `authentication_error`, `permission_error`) stop the audit at once;
+- a request the model's context window cannot hold is the agent's own end once it has taken a turn (its
+  conversation outgrew the window: a valid run, judged by its state), and a provider failure when the
+  task's first request already does not fit (the agent never acted); neither is retried, since the same
+  request overflows again;
 - whatever the model itself sent (an ill-typed message, unreadable tool arguments, an unknown tool) is the
   model's: a tool error it sees, or an agent error that ends a valid run.
 """
@@ -16,13 +20,14 @@ and the classification of what came back live here once:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from harness.agents.base import AgentError, AgentKind, AgentResult, ConfigError, Episode, Usage
+from harness.agents.base import AgentError, AgentKind, AgentResult, ConfigError, Episode, Failure, Usage
 from harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
 from harness.errors import AuthFailure
 from harness.pipeline import loads, parse_arguments
@@ -30,6 +35,16 @@ from harness.redact import redact
 
 INVALID = RetryDecision(True, "transient")
 AUTH_ERROR_TYPES = frozenset({"authentication_error", "permission_error"})
+# A 400 saying the request no longer fits the context window, in the words of OpenAI
+# (`context_length_exceeded`), vLLM ("maximum context length"), llama.cpp's server
+# (`exceed_context_size_error`) and Anthropic ("prompt is too long").
+CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|exceed_context_size|maximum context length|prompt is too long", re.IGNORECASE
+)
+
+
+class ContextOverflow(Exception):
+    """The request does not fit the model's context window (not retried: it would overflow again)."""
 
 
 class ModelOutputError(AgentError):
@@ -148,6 +163,8 @@ class ChatAgent:
         if resp.status_code != 200:
             where = f" to {public_url(resp.headers.get('location', ''))}" if resp.is_redirect else ""
             detail = text[:200].replace("\n", " ")
+            if resp.status_code in (400, 413) and CONTEXT_OVERFLOW.search(text):
+                raise ContextOverflow(f"HTTP {resp.status_code}: {detail}")
             raise ProviderError(
                 f"HTTP {resp.status_code}{where}: {detail}",
                 classify_status(resp.status_code, resp.headers.get("retry-after")),
@@ -162,7 +179,7 @@ class ChatAgent:
         tools = [self.wire.tool_schema(t) for t in episode.tools.values()]
         usage = Usage()
         async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
-            for _ in range(episode.max_steps):
+            for step in range(episode.max_steps):
                 try:
                     turn = await with_retries(
                         lambda: self._send(client, task.system_prompt, messages, tools),
@@ -173,6 +190,15 @@ class ChatAgent:
                     return AgentResult(
                         None, error=f"provider: {exc}", failure="provider", usage=usage, transcript=messages
                     )
+                except ContextOverflow as exc:
+                    first = step == 0  # the task alone does not fit: the agent never acted
+                    why = (
+                        f"provider: the task's first request exceeds the model's context window ({exc})"
+                        if first
+                        else f"model: the conversation outgrew the model's context window ({exc})"
+                    )
+                    failure: Failure = "provider" if first else "agent"
+                    return AgentResult(None, error=why, failure=failure, usage=usage, transcript=messages)
                 except AgentError as exc:
                     return AgentResult(
                         None, error=f"model: {exc}", failure="agent", usage=usage, transcript=messages
