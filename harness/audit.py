@@ -194,7 +194,7 @@ def audit(
             tasks=tasks,
             prepared=prepared,
             agents=agents,
-            receipts=rd.path / "receipts",
+            receipts=rd.receipts,
             catalogue=catalogue,
         )
         with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:

@@ -143,6 +143,7 @@ class ResultsDir:
         self.manifest = path / "manifest.json"
         self.dumps = path / "dumps"
         self.transcripts = path / "transcripts"
+        self.receipts = path / "receipts"  # the fault runs' receipt logs, fsynced before recovery
         self._lock_fd: int | None = None
         self.torn_bytes = 0  # set by open(): the size of a torn last line it cut
 
@@ -369,11 +370,14 @@ class ResultsDir:
     def transcript_path(self, rid: str, attempt: int) -> Path:
         return self.transcripts / (f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json")
 
+    def receipt_path(self, rid: str, attempt: int) -> Path:
+        return self.receipts / f"{rid}.{attempt}.jsonl"
+
     def keep_receipts(self, rid: str, attempt: int, data: bytes) -> None:
         """The receipt log of a fault attempt as its slot fsynced it, when the slot ran on another machine
         (one on this machine wrote this very file): written whole and synced before its record, so a
         record never names receipts this directory lacks."""
-        path = self.path / "receipts" / f"{rid}.{attempt}.jsonl"
+        path = self.receipt_path(rid, attempt)
         if path.exists():
             return
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

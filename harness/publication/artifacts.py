@@ -17,9 +17,7 @@ from harness.publication.canonical import parse_canonical, part_bytes, sha256_he
 from harness.publication.evidence import Evidence
 from harness.records import ResultsDir
 
-__all__ = ["RECEIPTS", "artifact_problems"]
-
-RECEIPTS = "receipts"  # harness.audit: the runner's fsynced receipt logs, one per fault attempt
+__all__ = ["artifact_problems"]
 
 
 def artifact_problems(results: Path, evidence: Evidence) -> list[str]:
@@ -42,10 +40,10 @@ def artifact_problems(results: Path, evidence: Evidence) -> list[str]:
     logs: dict[tuple[str, int], dict[str, set[str]] | None] = {}
     for rid, attempt, kind, digest in evidence.receipts:
         if (rid, attempt) not in logs:
-            logs[rid, attempt] = _receipt_log(results / RECEIPTS / f"{rid}.{attempt}.jsonl")
+            logs[rid, attempt] = _receipt_log(rd.receipt_path(rid, attempt))
         log = logs[rid, attempt]
         if log is None:
-            problems.append(f"receipt log {RECEIPTS}/{rid}.{attempt}.jsonl is missing or unreadable")
+            problems.append(f"receipt log receipts/{rid}.{attempt}.jsonl is missing or unreadable")
         elif digest not in log[kind]:
             problems.append(f"the {kind} receipt of {rid} attempt {attempt} is not the one its log holds")
     return problems

@@ -144,7 +144,7 @@ def test_floats_across_the_fast_range_match_the_reference():
         ([1000000000000000, -(2**53) + 1, 2**53 - 1], False),  # 16 digits: may be past the exact range
         ({"note": "at :1234567890123456 and [-9999999999999999"}, False),  # shaped like one, in a string
         ({"\U0001f600": 1, "\ufb33": 2}, False),  # keys outside the BMP: UTF-16 order
-        ({"digits": "\u00b2\u00b3\u00b9\u0660\u0661" * 8, "n": 12345}, True),  # not ASCII: not numbers
+        ({"digest": "12345678901234567890ab", "n": 12345}, True),  # digits in a string are no number
     ],
 )
 def test_the_fast_writer_is_trusted_exactly_where_it_writes_rfc_8785(value, fast):
