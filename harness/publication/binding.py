@@ -40,26 +40,27 @@ def load_binding(results: Path) -> ProtocolIdentity | None:
 
 
 def bind_protocol(results: Path, identity: ProtocolIdentity, *, has_runs: bool) -> None:
-    """Record `identity` as the directory's protocol, or refuse runs under another one.
+    """Record `identity` as the directory's protocol, or refuse runs under another one (a directory with
+    no runs yet is only planned, and takes the new identity).
 
     The manifest is checked before this (manifest.write_or_check names the fields that differ), so a
     difference here is the policy's, the evaluator code's or the witness contracts'."""
     path = results / PROTOCOL_FILE
     old = load_binding(results)
-    if old is not None:
-        if old.protocol_hash == identity.protocol_hash and old.manifest_hash == identity.manifest_hash:
-            return
+    if old == identity:
+        return
+    if has_runs and old is None:
+        raise UsageError(
+            f"{results}: its runs were recorded without a {PROTOCOL_FILE} (by an older AgentRel), so the "
+            "evaluator that labelled them is unknown; finish them with that version or use another "
+            "--results directory"
+        )
+    if has_runs and old is not None:
         parts = diff_identity(old, identity) or ["manifest_hash"]
         raise UsageError(
             f"{path}: the runs here are recorded under protocol {old.protocol_hash[:12]}, but this "
             f"manifest and code give {identity.protocol_hash[:12]} (differs: {', '.join(parts)}); "
             "use another --results directory, or the AgentRel version that recorded them"
-        )
-    if has_runs:
-        raise UsageError(
-            f"{results}: its runs were recorded without a {PROTOCOL_FILE} (by an older AgentRel), so the "
-            "evaluator that labelled them is unknown; finish them with that version or use another "
-            "--results directory"
         )
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -164,6 +164,13 @@ def test_records_carry_the_protocol_root_and_other_code_may_not_add_to_them(sand
     assert refused.returncode == 2 and "recorded without a protocol.json" in refused.stderr
     assert (results / "runs.jsonl").read_bytes() == runs
 
+    planned = tmp_path / "planned"  # no runs yet: planning again under other code rebinds it
+    plan = dict(models=["scripted/oracle"], k=1, task_patterns=[TASK], concurrency=1, show_progress=False)
+    audit(**plan, results=planned, sandbox=sandbox, plan_only=True)
+    (planned / "protocol.json").write_text(json.dumps(other_code))
+    audit_task(sandbox, planned, k=1, model="scripted/oracle")
+    assert json.loads((planned / "protocol.json").read_bytes())["protocol_hash"] == identity.protocol_hash
+
 
 def test_config_errors_stop_before_any_run(sandbox, tmp_path):
     env = {k: "" for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")}
