@@ -24,7 +24,8 @@ from harness.matrix import expand
 from harness.prices import load_prices
 from harness.progress import ProgressManager
 from harness.publication.binding import bind_protocol
-from harness.publication.environment import observe_environment, write_execution_environment
+from harness.publication.conformance import write_execution_environment
+from harness.publication.environment import observe_environment
 from harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
 from harness.publication.identity import identity_of
 from harness.publication.policy import load_policy

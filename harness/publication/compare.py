@@ -36,14 +36,13 @@ from harness.publication.compare_stats import (
     pair_runs,
     rate_differences,
 )
-from harness.publication.environment import (
+from harness.publication.conformance import (
     ENVIRONMENT_FILE,
     EnvironmentConformanceProof,
-    ExecutionEnvironment,
     conform,
-    environment_hash,
     failing_summary,
 )
+from harness.publication.environment import ExecutionEnvironment, environment_hash
 from harness.publication.evidence_report import IncompleteEvidenceReport
 from harness.publication.policy import Policy, load_policy, policy_hash
 from harness.publication.registry import RegistryState, read_registry

@@ -24,13 +24,9 @@ from analysis.faults import FaultReport
 from harness.errors import CheckFailed, EnvironmentFailure, UserError
 from harness.publication.artifacts import artifact_problems
 from harness.publication.canonical import model_bytes
+from harness.publication.conformance import ENVIRONMENT_FILE, read_execution_environment
 from harness.publication.eligibility import EligibilityProof, proof_of
-from harness.publication.environment import (
-    ENVIRONMENT_FILE,
-    ExecutionEnvironment,
-    environment_hash,
-    read_execution_environment,
-)
+from harness.publication.environment import ExecutionEnvironment, environment_hash
 from harness.publication.evidence import Evidence, read_evidence
 from harness.publication.evidence_report import IncompleteEvidenceReport, artifact_refs
 from harness.publication.freeze import load_freeze, read_manifest

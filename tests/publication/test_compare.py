@@ -18,7 +18,7 @@ from harness.errors import Refused
 from harness.publication.cells import Cell, registered_cells
 from harness.publication.compare import check_comparable, compare_scorecards, load_scorecard
 from harness.publication.compare_stats import holm, mcnemar_exact
-from harness.publication.environment import write_execution_environment
+from harness.publication.conformance import write_execution_environment
 from harness.publication.freeze import freeze_digest, write_freeze
 from harness.publication.identity import identity_of
 from harness.publication.policy import load_policy

@@ -8,9 +8,14 @@ import pytest
 from pydantic import ValidationError
 
 from harness.errors import UsageError
+from harness.publication.conformance import (
+    ENVIRONMENT_FILE,
+    conform,
+    read_execution_environment,
+    write_execution_environment,
+)
 from harness.publication.environment import (
     DEFAULT_POLICY,
-    ENVIRONMENT_FILE,
     EnvironmentPolicy,
     ExecutionEnvironment,
     Factor,
@@ -18,13 +23,10 @@ from harness.publication.environment import (
     SourceContract,
     SourceReader,
     Tolerance,
-    conform,
     environment_hash,
     environment_policy_hash,
     observe_environment,
     observe_factor,
-    read_execution_environment,
-    write_execution_environment,
 )
 
 SERVER_TEXT = SourceContract(
