@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dsl.api import Verdict
 from dsl.state import State, load, load_delta
+from harness.durable import write_durably
 from harness.errors import EnvironmentFailure, UsageError, UserError
 from harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
 from harness.pipeline import Event
@@ -380,16 +381,10 @@ class ResultsDir:
         path = self.receipt_path(rid, attempt)
         if path.exists():
             return
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with tmp.open("wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            tmp.replace(path)
+            write_durably(path, data)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise EnvironmentFailure(
                 f"{path.parent}: cannot write a receipt log ({_why(exc)}); every recorded run is intact: "
                 "free space, then run the same command to resume"

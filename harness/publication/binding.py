@@ -10,12 +10,10 @@ carry; a freeze (freeze.py) binds the same identity, with who froze it and when.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from harness.errors import EnvironmentFailure, UsageError, UserError
+from harness.durable import read_model, write_durably
+from harness.errors import EnvironmentFailure, UsageError
 from harness.publication.canonical import canonical_bytes
 from harness.publication.identity import ProtocolIdentity, diff_identity
 
@@ -27,16 +25,7 @@ PROTOCOL_FILE = "protocol.json"
 def load_binding(results: Path) -> ProtocolIdentity | None:
     """The identity the directory's runs are recorded under; None before its first audit."""
     path = results / PROTOCOL_FILE
-    if not path.exists():
-        return None
-    try:
-        return ProtocolIdentity.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it: {exc.strerror}") from None
-    except ValidationError as exc:
-        from harness.yamlfile import field_problem
-
-        raise UserError(f"{path}: not a protocol identity: {field_problem(exc)}; restore the file") from None
+    return read_model(path, ProtocolIdentity, "protocol identity") if path.exists() else None
 
 
 def bind_protocol(results: Path, identity: ProtocolIdentity, *, has_runs: bool) -> None:
@@ -62,13 +51,7 @@ def bind_protocol(results: Path, identity: ProtocolIdentity, *, has_runs: bool) 
             f"manifest and code give {identity.protocol_hash[:12]} (differs: {', '.join(parts)}); "
             "use another --results directory, or the AgentRel version that recorded them"
         )
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with tmp.open("wb") as fh:
-            fh.write(canonical_bytes(identity.model_dump(mode="json")))
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(path)
+        write_durably(path, canonical_bytes(identity.model_dump(mode="json")))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise EnvironmentFailure(f"{path}: cannot write the protocol identity ({exc.strerror})") from None

@@ -17,7 +17,6 @@ McNemar per cell, cluster bootstrap over tasks of the difference in rates, the p
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from itertools import combinations
@@ -26,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness.durable import write_durably
 from harness.errors import Refused, UserError
 from harness.matrix import run_seed
 from harness.publication.compare_stats import (
@@ -410,11 +410,6 @@ def write_comparison(out_dir: Path, comparison: Comparison, markdown: str) -> li
         COMPARISON_FILES, (comparison.model_dump_json(indent=1) + "\n", markdown), strict=True
     ):
         path = out_dir / name
-        tmp = out_dir / f".{name}.{os.getpid()}.tmp"
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(path)
+        write_durably(path, text.encode())
         written.append(path)
     return written

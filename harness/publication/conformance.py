@@ -9,13 +9,13 @@ tolerance can never paper over a change of instrument.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from harness.errors import UsageError, UserError
+from harness.durable import read_model, write_durably
+from harness.errors import EnvironmentFailure, UsageError
 from harness.publication.canonical import canonical_bytes
 from harness.publication.environment import (
     CLASSIFIERS,
@@ -170,14 +170,7 @@ def failing_summary(proof: EnvironmentConformanceProof) -> str:
 
 
 def read_execution_environment(path: Path) -> ExecutionEnvironment:
-    try:
-        return ExecutionEnvironment.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the execution environment: {exc.strerror}") from None
-    except ValidationError as exc:
-        from harness.yamlfile import field_problem
-
-        raise UserError(f"{path}: not an execution environment: {field_problem(exc)}") from None
+    return read_model(path, ExecutionEnvironment, "execution environment")
 
 
 def write_execution_environment(
@@ -201,15 +194,8 @@ def write_execution_environment(
             )
         return path
     results_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{ENVIRONMENT_FILE}.{os.getpid()}.tmp")
-    with tmp.open("wb") as fh:
-        fh.write(canonical_bytes(env.model_dump(mode="json")))
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
-    dir_fd = os.open(results_dir, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        write_durably(path, canonical_bytes(env.model_dump(mode="json")))
+    except OSError as exc:
+        raise EnvironmentFailure(f"{path}: cannot write the execution environment ({exc.strerror})") from None
     return path

@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from harness.durable import read_model
 from harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
 from harness.publication.canonical import canonical_bytes, canonical_hash
 from harness.publication.identity import ProtocolIdentity, identity_of
@@ -91,16 +92,7 @@ def read_manifest(results: Path) -> dict[str, Any]:
 def load_freeze(results: Path) -> Freeze | None:
     """The freeze of a results directory, or None while its protocol is a draft."""
     path = results / FREEZE_FILE
-    if not path.exists():
-        return None
-    try:
-        return Freeze.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the freeze: {exc.strerror}") from None
-    except ValidationError as exc:
-        from harness.yamlfile import field_problem
-
-        raise UserError(f"{path}: not a freeze record: {field_problem(exc)}; restore the file") from None
+    return read_model(path, Freeze, "freeze record") if path.exists() else None
 
 
 def write_freeze(

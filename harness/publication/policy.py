@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.errors import UserError
+from harness.durable import read_model
 from harness.publication.canonical import canonical_hash
 from harness.publication.environment import DEFAULT_POLICY, EnvironmentPolicy
 
@@ -112,12 +112,4 @@ def policy_hash(policy: Policy) -> str:
 
 def load_policy(path: Path | None = None) -> Policy:
     """The shipped policy.json, or the file given; one line naming the field when it is not a policy."""
-    where = path or POLICY_FILE
-    try:
-        return Policy.model_validate_json(where.read_bytes())
-    except OSError as exc:
-        raise UserError(f"{where}: cannot read the publication policy: {exc.strerror}") from None
-    except ValidationError as exc:
-        from harness.yamlfile import field_problem
-
-        raise UserError(f"{where}: not a publication policy: {field_problem(exc)}") from None
+    return read_model(path or POLICY_FILE, Policy, "publication policy", "fix the field named")

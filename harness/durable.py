@@ -1,0 +1,54 @@
+"""Files the results directory trusts: written whole and durably, read back into a model in one line.
+
+A write goes to a temporary name in the same folder, is fsynced and renamed over the target, then the
+folder is synced, so a crash leaves the old file or the new one, never a part of either. A read that
+fails names the file and the first bad field, with the fix.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def write_durably(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` whole; raises OSError (the temporary file removed) for the caller to
+    name the folder and the fix."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_model(path: Path, model: type[M], what: str, fix: str = "restore the file") -> M:
+    """The JSON file at `path` as `model`; one line naming the file and the first bad field otherwise."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    except ValidationError as exc:
+        from harness.yamlfile import field_problem
+
+        raise UserError(f"{path}: not {_article(what)} {what}: {field_problem(exc)}; {fix}") from None
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
