@@ -18,24 +18,31 @@ from harness.errors import UserError
 M = TypeVar("M", bound=BaseModel)
 
 
-def write_durably(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` whole; raises OSError (the temporary file removed) for the caller to
-    name the folder and the fix."""
+def write_durably(path: Path, data: bytes, *, replace: bool = True) -> bool:
+    """Write `path` whole; False (nothing written) when `replace` is off and the file exists: a link, not
+    a rename, so of two concurrent writers only one wins. Raises OSError (the temporary file removed)
+    for the caller to name the folder and the fix."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        tmp.replace(path)
-    except OSError:
+        if replace:
+            tmp.replace(path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+    finally:
         tmp.unlink(missing_ok=True)
-        raise
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return True
 
 
 def read_model(path: Path, model: type[M], what: str, fix: str = "restore the file") -> M:

@@ -10,7 +10,6 @@ protocol is an amendment, which belongs in a new results directory.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.durable import read_model
+from harness.durable import read_model, write_durably
 from harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
 from harness.publication.canonical import canonical_bytes, canonical_hash
 from harness.publication.identity import ProtocolIdentity, identity_of
@@ -115,34 +114,11 @@ def write_freeze(
     freeze = make_freeze(identity, by, now or datetime.now(UTC))
     path = results / FREEZE_FILE
     try:
-        if not _link_into_place(path, canonical_bytes(freeze.model_dump(mode="json"))):
+        if not write_durably(path, canonical_bytes(freeze.model_dump(mode="json")), replace=False):
             return write_freeze(results, by, policy=policy, now=now)  # another process froze meanwhile
     except OSError as exc:
         raise EnvironmentFailure(f"{path}: cannot write the freeze ({exc.strerror})") from None
     return freeze, True
-
-
-def _link_into_place(path: Path, data: bytes) -> bool:
-    """Write `path` whole and durably, never replacing one that exists (False then): a link, not a
-    rename, so two concurrent freezes cannot both win."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-    finally:
-        tmp.unlink(missing_ok=True)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return True
 
 
 def _refusal(freeze: Freeze, identity: ProtocolIdentity) -> str | None:
