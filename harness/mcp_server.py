@@ -8,8 +8,8 @@ Shutdown: on stdio the client closing stdin ends the run; on HTTP, SIGINT or SIG
 arrive while the run is being finished are ignored, so the verdict is never cut short by the stdio
 client's escalation (stdin closed, SIGTERM after 2 s, SIGKILL 2 s later).
 
-Exposure (HTTP): loopback only unless `allow_remote` with a bearer token; the SDK's Host/Origin check is on
-whatever the host; and one server serves one run, so only the first MCP session is ever admitted.
+Exposure (HTTP): loopback only unless `allow_remote` with a bearer token; the Host/Origin check and the
+one-session gate are `harness.mcp_http`'s.
 
 Faults (a noisy condition): on stdio the agent meets them in the tool result, as in process; on HTTP they
 are real HTTP (`harness.conditions.http_faults`). Either way the noise layer draws them, and each is logged.
@@ -17,14 +17,11 @@ are real HTTP (`harness.conditions.http_faults`). Either way the noise layer dra
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-import os
 import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -33,29 +30,20 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.datastructures import Headers
-from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dsl.api import RunFacts, Verdict
 from harness.conditions.http_faults import DEFAULT_DELAY_S, HttpFaults, for_layers
 from harness.conditions.noise import FaultDraw, Faulted
 from harness.episode import PreparedTask
-from harness.errors import EnvironmentFailure, UsageError
+from harness.errors import UsageError
+from harness.mcp_http import allowed_hosts, http_app, is_loopback, listen, url_of
 from harness.pipeline import Layer
 from harness.session import RunSession, StateUnreadable
 from sandbox.sandbox import Sandbox, SandboxError
 
 DEFAULT_PORT = 8765
-MCP_PATH = "/mcp"
 HTTP_GRACE_S = 3  # how long open HTTP connections may linger once a stop signal arrives
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # what a local client puts in its Host header
-WILDCARDS = ("", "0.0.0.0", "::")  # bind every interface; never a Host a client sends
 
 Transport = Literal["stdio", "http"]
 Log = Callable[[str], None]
@@ -85,15 +73,6 @@ class ServeOptions:
                 f"--host {self.host!r} is not loopback, so anyone who reaches it could act on the run:"
                 " use --host 127.0.0.1, or add --allow-remote with --token (or AGENTREL_MCP_TOKEN)"
             )
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve anywhere
 
 
 def build_server(
@@ -259,7 +238,7 @@ async def _serve_http(
     import uvicorn
 
     config = uvicorn.Config(
-        http_app(server, opts, faults),
+        http_app(server, host=opts.host, extra_hosts=opts.allowed_hosts, token=opts.token, faults=faults),
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=HTTP_GRACE_S,
@@ -280,110 +259,6 @@ async def _serve_http(
             await finish()
 
 
-def http_app(server: Server[Any], opts: ServeOptions, faults: HttpFaults | None = None) -> ASGIApp:
-    """The ASGI app the HTTP face serves: the gate, the fault face (a noisy run), the SDK's app."""
-    hosts = allowed_hosts(opts.host, opts.allowed_hosts)
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{h}:*" for h in hosts],
-        allowed_origins=[f"{scheme}://{h}:*" for h in hosts for scheme in ("http", "https")],
-    )
-    app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        transport_security=security,
-        max_sessions=1,
-        session_idle_timeout=None,  # the session cannot be replaced, so it must not expire under the agent
-    )
-    # Behind the gate, so a refused request is never a fault.
-    return _Gate(app if faults is None else faults.around(app), opts.token)
-
-
-def allowed_hosts(host: str, extra: Sequence[str] = ()) -> list[str]:
-    """The Host header values a legitimate client may send (without the port), for the SDK's
-    DNS-rebinding check."""
-    names = [host, *extra]
-    if is_loopback(host):
-        names += LOOPBACK_HOSTS
-    elif host in WILDCARDS:  # every interface: this machine's name and addresses
-        names = [*extra, *LOOPBACK_HOSTS, socket.gethostname()]
-        with suppress(OSError):
-            names += [str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None)]
-    bracketed = (f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names if n)
-    return list(dict.fromkeys(bracketed))
-
-
-class _Gate:
-    """In front of the SDK's app: the bearer token, then one MCP session for the whole run.
-
-    The SDK creates a session for any request without a session id (and serves 2026-07-28 requests with no
-    session at all), so a second client could act on the run being judged. Here the first session to be
-    established is the only one: any later request without a session id is refused, and so is the
-    sessionless protocol era.
-    """
-
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.token = token.encode() if token else None
-        self.taken = False  # the run's session has been established
-        self.opening = False  # a request that may establish it is in flight
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        if self.token is not None and not self._authorized(headers.get("authorization", "")):
-            await _refusal(401, "a valid bearer token is required", {"WWW-Authenticate": "Bearer"})(
-                scope, receive, send
-            )
-            return
-        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            supported = ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
-            await _refusal(400, f"this server needs a session: use protocol version {supported}")(
-                scope, receive, send
-            )
-            return
-        if headers.get(MCP_SESSION_ID_HEADER) is not None:
-            await self.app(scope, receive, send)  # the SDK knows only the one session (or none yet)
-            return
-        if self.taken or self.opening:
-            message = "this server serves one run and its MCP session is taken; start another server"
-            await _refusal(409, message)(scope, receive, send)
-            return
-        self.opening = True
-        try:
-            await self.app(scope, receive, self._pinning(send))
-        finally:
-            self.opening = False
-
-    def _authorized(self, authorization: str) -> bool:
-        scheme, _, credentials = authorization.partition(" ")
-        # Headers arrive decoded as latin-1: back to the bytes the client sent.
-        given = credentials.strip().encode("latin-1")
-        return scheme.lower() == "bearer" and hmac.compare_digest(given, self.token or b"")
-
-    def _pinning(self, send: Send) -> Send:
-        async def pin(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] < 400:
-                self.taken |= MCP_SESSION_ID_HEADER in Headers(raw=message.get("headers", []))
-            await send(message)
-
-        return pin
-
-
-def _refusal(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    body = types.JSONRPCError(
-        jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
-    )
-    return Response(
-        body.model_dump_json(by_alias=True, exclude_unset=True),
-        status_code=status,
-        media_type="application/json",
-        headers=headers,
-    )
-
-
 @contextmanager
 def _signals_ignored() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
@@ -395,23 +270,6 @@ def _signals_ignored() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """Bind the HTTP socket before anything else, so a busy port is one clear line and port 0 works."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family)
-    except socket.gaierror as exc:
-        reason = exc.strerror
-    except OSError as exc:
-        reason = os.strerror(exc.errno) if exc.errno else str(exc)
-    raise EnvironmentFailure(f"cannot listen on {host}:{port}: {reason}; choose another --host/--port")
-
-
-def url_of(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
 
 
 def read_final_message(path: Path | None, log: Log) -> str | None:

@@ -34,7 +34,8 @@ from harness.conditions.model import BUILTIN, Condition, Fault, resolve_conditio
 from harness.conditions.noise import RETRY_AFTER_S
 from harness.episode import PreparedTask, prepare
 from harness.matrix import run_seed
-from harness.mcp_server import ServeOptions, build_server, http_app, listen, url_of
+from harness.mcp_http import http_app, listen, url_of
+from harness.mcp_server import build_server
 from harness.pipeline import Event
 from harness.session import RunSession
 from harness.tasks import load_suite
@@ -71,14 +72,13 @@ def face(
     the run's."""
     seed = run_seed(TASK, condition.name, run_index)
     layers = for_run(condition, prepared, seed).layers
-    opts = ServeOptions(transport="http", port=0, fault_delay_s=delay_s)
     served, ready, done = Served(), threading.Event(), Future[None]()
     web: list[uvicorn.Server] = []
 
     async def main() -> None:
         async with RunSession(sandbox, prepared, seed=seed, layers=layers) as session:
             faults = for_layers(layers, delay_s)
-            app = http_app(build_server(session, faults, served.log.append), opts, faults)
+            app = http_app(build_server(session, faults, served.log.append), host="127.0.0.1", faults=faults)
             sock = listen("127.0.0.1", 0)
             server = uvicorn.Server(uvicorn.Config(app, log_config=None, timeout_graceful_shutdown=1))
             web.append(server)
