@@ -155,13 +155,19 @@ def decide(attempts: Sequence[RecordFacts], measured: set[str]) -> RecordFacts:
     return max(attempts, key=lambda r: _rank(r, measured))
 
 
-def _key(rec: RecordFacts) -> tuple[str, str, str, str | None, int]:
-    """A record's cell as a plain tuple: equal to, and hashed as, the Cell it names (and cheaper)."""
-    return (rec.model, rec.task, rec.condition, rec.fault, rec.run_index)
+CellKey = tuple[str, str, str, str | None, int]
+# A record's cell is the slice [2:7] of its facts: a plain tuple, equal to and hashed as the Cell it names,
+# and several times cheaper to take than naming the five fields.
+assert RecordFacts._fields[2:7] == Cell._fields
+
+
+def _key(rec: RecordFacts) -> CellKey:
+    return rec[2:7]
 
 
 def _check_runs(out: MatrixCheck, cap: int | None, measured: set[str]) -> None:
-    by_cell: dict[tuple[str, str, str, str | None, int], list[RecordFacts]] = {}
+    by_cell: dict[CellKey, RecordFacts] = {}
+    crowded: dict[CellKey, list[RecordFacts]] = {}  # cells more than one run claims
     for rid, attempts in out.attempts.items():
         if len(attempts) == 1:  # nearly every run: its one attempt must be number 1
             best = attempts[0]
@@ -172,24 +178,30 @@ def _check_runs(out: MatrixCheck, cap: int | None, measured: set[str]) -> None:
             _check_attempts(out, rid, attempts, cap)
             best = decide(attempts, measured)
         out.decided[rid] = best
-        by_cell.setdefault(_key(best), []).append(best)
+        key = best[2:7]
+        if key in by_cell:
+            crowded.setdefault(key, [by_cell[key]]).append(best)
+        else:
+            by_cell[key] = best
     seeds: dict[tuple[str, str, int], str] = {}  # a seed is shared by every model: hash it once
-    for key, runs in by_cell.items():
+    # A plain tuple looks up its Cell (a NamedTuple hashes and compares as its fields); mypy cannot know
+    # that, and building 100,000 NamedTuples here would cost a third of the check.
+    registered: dict[CellKey, CellInfo] = out.cells  # type: ignore[assignment]
+    decisive: dict[CellKey, RecordFacts] = out.decisive  # type: ignore[assignment]
+    for key, best in by_cell.items():
         model, task, condition, _, index = key
         expected_id = run_id(model, task, condition, index)
-        best = runs[0]
-        if len(runs) > 1:
+        if crowded and key in crowded:
+            runs = crowded[key]
             out.duplicates.extend(r.run_id for r in runs)
             out.reasons["cell_duplicate"] += 1
             best = max(runs, key=lambda r: (r.run_id == expected_id, _rank(r, measured)))
-        # A plain tuple looks up its Cell (a NamedTuple hashes and compares as its fields); mypy cannot
-        # know that, and building 100,000 NamedTuples here would cost a third of the check.
-        info = out.cells.get(key)  # type: ignore[call-overload]
+        info = registered.get(key)
         if info is None:
             out.extra.append(best)
             out.reasons["cell_extra"] += 1
             continue
-        out.decisive[key] = best  # type: ignore[index]
+        decisive[key] = best
         seed_key = (task, info.seed_condition, index)
         seed = seeds.get(seed_key) or seeds.setdefault(seed_key, run_seed(*seed_key))
         if best.run_id != expected_id or best.seed != seed:
