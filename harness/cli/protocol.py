@@ -47,21 +47,36 @@ def show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the identity as JSON.")] = False,
 ) -> None:
     """The protocol identity this manifest, policy and code give, and whether a freeze binds it."""
+    from harness.publication.binding import load_binding
     from harness.publication.freeze import freeze_digest, load_freeze, read_manifest
-    from harness.publication.identity import identity_of
+    from harness.publication.identity import diff_identity, identity_of
 
     identity = identity_of(read_manifest(results))
     record = load_freeze(results)
     bound = record is not None and record.protocol_hash == identity.protocol_hash
     state = "draft" if record is None else ("frozen" if bound else "frozen under another protocol")
+    recorded = load_binding(results)  # what the runs here carry; None before the first audit
     if json_out:
-        doc = {**identity.model_dump(), "state": state, "freeze": freeze_digest(record) if record else None}
+        doc = {
+            **identity.model_dump(),
+            "state": state,
+            "freeze": freeze_digest(record) if record else None,
+            "recorded_under": recorded.protocol_hash if recorded else None,
+        }
         typer.echo(json.dumps(doc, indent=1))
         return
     for name, value in identity.model_dump().items():
         out.print(f"{name:<24} {value}", markup=False)
     detail = f" (by {record.by} at {record.at}, protocol {record.protocol_hash[:12]})" if record else ""
     out.print(f"{'state':<24} {state}{detail}", markup=False)
+    if recorded is None:
+        runs = "nothing audited yet"
+    elif recorded == identity:
+        runs = f"{recorded.protocol_hash[:12]}, as this code gives"
+    else:
+        parts = ", ".join(diff_identity(recorded, identity) or ["manifest_hash"])
+        runs = f"{recorded.protocol_hash[:12]}: another protocol than this code gives (differs: {parts})"
+    out.print(f"{'recorded under':<24} {runs}", markup=False)
 
 
 def register(root: typer.Typer) -> None:

@@ -10,6 +10,7 @@ import pytest
 from harness.publication import evidence as evidence_module
 from harness.publication.canonical import canonical_bytes
 from harness.publication.evidence import read_evidence
+from harness.publication.identity import ProtocolIdentity
 from harness.publication.registry import read_registry
 from tests.publication import factory
 
@@ -122,7 +123,16 @@ def test_protocol_show_says_draft_or_frozen(tmp_path, monkeypatch, capsys):
     assert code == 0 and json.loads(out)["state"] == "draft"
     run_cli(["protocol", "freeze", results, "--by", "alice"], monkeypatch, capsys)
     code, out, _ = run_cli(["protocol", "show", results], monkeypatch, capsys)
-    assert "frozen (by alice" in out
+    assert "frozen (by alice" in out and "nothing audited yet" in out
+    identity = json.loads(run_cli(["protocol", "show", results, "--json"], monkeypatch, capsys)[1])
+    assert identity["recorded_under"] is None
+    bound = {k: identity[k] for k in ProtocolIdentity.model_fields}
+    (results / "protocol.json").write_text(json.dumps(bound))
+    code, out, _ = run_cli(["protocol", "show", results], monkeypatch, capsys)
+    assert f"{identity['protocol_hash'][:12]}, as this code gives" in out
+    (results / "protocol.json").write_text(json.dumps(dict(bound, evaluator_digest="e" * 64)))
+    code, out, _ = run_cli(["protocol", "show", results], monkeypatch, capsys)
+    assert "another protocol than this code gives (differs: evaluator_digest)" in out
     code, _, err = run_cli(["protocol", "freeze", tmp_path / "nowhere", "--by", "x"], monkeypatch, capsys)
     assert code == 2 and "no manifest.json" in err
 
