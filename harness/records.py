@@ -73,6 +73,9 @@ class Timings(BaseModel):
     total_s: float = 0.0
 
 
+STAMP = "%Y-%m-%dT%H:%M:%SZ"  # started_at, in UTC; a freeze's `at` too, so the two compare as strings
+
+
 class RunRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

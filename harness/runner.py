@@ -31,7 +31,7 @@ from harness.faults.schedule import ResolvedSchedule, TriggerState
 from harness.matrix import RunPlan
 from harness.prices import Price, cost
 from harness.progress import ProgressManager
-from harness.records import FaultOutcome, ResultsDir, RunError, RunRecord, Timings, TokenUsage
+from harness.records import STAMP, FaultOutcome, ResultsDir, RunError, RunRecord, Timings, TokenUsage
 from harness.redact import redact
 from harness.session import Finished, RunSession
 from harness.status import Failure, fault_status, run_status
@@ -79,10 +79,29 @@ class Attempt:
     receipts: bytes | None = None  # a fault attempt's receipt log, as the slot fsynced it
 
 
+def record_head(ctx: RunContext, plan: RunPlan, attempt: int) -> dict[str, Any]:
+    """The fields every attempt's record carries however it ends (run, lost with its slot): its cell and
+    seed, the protocol and the freeze it ran under, the template it started from, when it started."""
+    return {
+        "run_id": plan.run_id,
+        "model": plan.model,
+        "agent_kind": ctx.agents[plan.model].kind,
+        "task": plan.task,
+        "condition": plan.cell_condition,
+        "run_index": plan.run_index,
+        "seed": plan.seed,
+        "protocol_hash": ctx.protocol_hash,
+        "attempt": attempt,
+        "frozen_by": ctx.frozen_by,
+        "before_digest": ctx.prepared[plan.task].template.digest,
+        "started_at": datetime.now(UTC).strftime(STAMP),
+    }
+
+
 async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     prepared = ctx.prepared[plan.task]
     agent = ctx.agents[plan.model]
-    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    head = record_head(ctx, plan, attempt)
     timings = Timings()
     t_start = time.perf_counter()
     condition = ctx.conditions(plan)
@@ -138,22 +157,13 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     timings.total_s = time.perf_counter() - t_start
     outcome = _fault_outcome(fault)
     record = RunRecord(
-        run_id=plan.run_id,
-        model=plan.model,
-        agent_kind=agent.kind,
-        task=plan.task,
-        condition=plan.cell_condition,
-        run_index=plan.run_index,
-        seed=plan.seed,
-        protocol_hash=ctx.protocol_hash,
-        attempt=attempt,
+        **head,
         status=fault_status(run_status(failure, verdict), outcome),
         verdict=verdict,
         error=RunError(kind=failure or "agent", message=message) if message else None,
         events=session.events,
         exposure=injection.exposure if injection is not None else None,
         fault=outcome,
-        frozen_by=ctx.frozen_by,
         script=result.script if result else None,
         final_message=result.final_message if result else None,
         tool_calls=[
@@ -169,8 +179,6 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         if usage and agent.kind == "model"
         else 0.0,
         timings=timings,
-        before_digest=prepared.template.digest,
-        started_at=started,
     )
     receipts = fault.log.path.read_bytes() if fault is not None and fault.log.path.exists() else None
     return Attempt(record, finished.after if finished else None, transcript, receipts)

@@ -9,13 +9,12 @@ template (each slot checks its template digests against the driver's when it ope
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from dsl.state import Key, Row, State, TableState
 from harness.matrix import RunPlan
 from harness.records import RunError, RunRecord
-from harness.runner import Attempt, RunContext
+from harness.runner import Attempt, RunContext, record_head
 from harness.status import run_status
 
 Delta = dict[str, tuple[dict[Key, Row], list[Key]]]  # table -> (rows inserted or changed, keys deleted)
@@ -74,20 +73,10 @@ def lost_attempt(ctx: RunContext, plan: RunPlan, attempt: int, message: str) -> 
     """The record of an attempt whose slot died (or whose result was lost) mid-run: the harness failed
     and no state was read, so it is invalid and the run is attempted again under the cap."""
     record = RunRecord(
-        run_id=plan.run_id,
-        model=plan.model,
-        agent_kind=ctx.agents[plan.model].kind,
-        task=plan.task,
-        condition=plan.cell_condition,
-        run_index=plan.run_index,
-        seed=plan.seed,
-        protocol_hash=ctx.protocol_hash,
-        attempt=attempt,
+        **record_head(ctx, plan, attempt),
         status=run_status("harness", None),
         verdict=None,
         error=RunError(kind="harness", message=message[:500]),
-        before_digest=ctx.prepared[plan.task].template.digest,
-        started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     transcript = {
         "run_id": plan.run_id,

@@ -22,6 +22,7 @@ from harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserErro
 from harness.publication.canonical import canonical_bytes, canonical_hash
 from harness.publication.identity import ProtocolIdentity, identity_of
 from harness.publication.policy import Policy
+from harness.records import STAMP
 
 __all__ = [
     "FREEZE_FILE",
@@ -36,7 +37,6 @@ __all__ = [
 
 FREEZE_FILE = "freeze.json"
 HEX64 = r"^[0-9a-f]{64}$"
-STAMP = "%Y-%m-%dT%H:%M:%SZ"  # the records' started_at format, so the two compare as strings
 
 
 class Freeze(BaseModel):

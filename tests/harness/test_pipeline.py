@@ -170,6 +170,29 @@ def test_one_layer_sees_the_same_calls_from_the_runner_prove_and_the_mcp_face(sa
     assert runner_layer.seen == prove_layer.seen == mcp_layer.seen
 
 
+def test_an_attempt_lost_with_its_slot_carries_the_same_identity_as_one_that_ran(sandbox, prepared):
+    """Cell, seed, protocol and freeze: a lost attempt without its freeze would count as a run outside it
+    and bar a publication whose retry did run (publication.matrix_check reads every attempt)."""
+    from harness.executors.transfer import lost_attempt
+
+    frozen = "f" * 64
+    ctx = RunContext(
+        sandbox,
+        {TASK: prepared},
+        {"scripted/oracle": ScriptedAgent("oracle")},
+        "test-protocol",
+        load_prices(None),
+        frozen_by=frozen,
+    )
+    plan = RunPlan("scripted/oracle", TASK, "clean", 1)
+    ran = asyncio.run(execute(ctx, plan, 2)).record
+    lost = lost_attempt(ctx, plan, 2, "slot 0 died mid-run").record
+    same = ("run_id", "model", "agent_kind", "task", "condition", "run_index", "seed", "protocol_hash")
+    assert [getattr(lost, f) for f in same] == [getattr(ran, f) for f in same]
+    assert lost.frozen_by == ran.frozen_by == frozen and lost.attempt == ran.attempt == 2
+    assert lost.before_digest == ran.before_digest and lost.status == "harness_invalid"
+
+
 def test_a_call_after_the_finish_is_an_error_result_and_the_database_is_gone(sandbox, prepared):
     async def go():
         async with RunSession(sandbox, prepared) as session:
