@@ -37,12 +37,17 @@ def write_durably(path: Path, data: bytes, *, replace: bool = True) -> bool:
                 return False
     finally:
         tmp.unlink(missing_ok=True)
-    fd = os.open(path.parent, os.O_RDONLY)
+    sync_folder(path.parent)
+    return True
+
+
+def sync_folder(folder: Path) -> None:
+    """Make a new name in `folder` durable (the file's own fsync does not cover its directory entry)."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return True
 
 
 def read_model(path: Path, model: type[M], what: str, fix: str = "restore the file") -> M:

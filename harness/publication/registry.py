@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.durable import sync_folder
 from harness.errors import EnvironmentFailure, IntegrityFailure, Refused, UsageError
 from harness.publication.canonical import canonical_bytes, sha256_hex
 
@@ -263,11 +264,7 @@ def _append(path: Path, **fields: object) -> RegistryEntry:
             os.ftruncate(fd, len(data))  # no later entry may land behind a torn one
             raise EnvironmentFailure(f"{path}: cannot append to the registry: {exc.strerror}") from None
     if new:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        sync_folder(path.parent)
     return entry
 
 
