@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.faults import FaultReport
+from harness.durable import write_durably
 from harness.errors import CheckFailed, EnvironmentFailure, UserError
 from harness.publication.artifacts import artifact_problems
 from harness.publication.canonical import model_bytes
@@ -241,12 +242,10 @@ def _count(value: Any) -> int | None:
 
 
 def _write_file(path: Path, data: bytes) -> Path:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Whole and synced: the registry entry naming a scorecard is synced too, and must never outlive it."""
     try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_durably(path, data)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise EnvironmentFailure(f"{path}: cannot write ({exc.strerror})") from None
     return path
 
