@@ -44,6 +44,7 @@ from harness.publication.conformance import (
 )
 from harness.publication.environment import ExecutionEnvironment, environment_hash
 from harness.publication.evidence_report import IncompleteEvidenceReport
+from harness.publication.identity import ProtocolParts
 from harness.publication.policy import Policy, load_policy, policy_hash
 from harness.publication.registry import RegistryState, read_registry
 from harness.publication.scorecard import PublishableScorecard
@@ -79,17 +80,11 @@ class SubjectRuns(_Frozen):
     runs: tuple[PairedRun, ...]
 
 
-class ScorecardView(_Frozen):
+class ScorecardView(ProtocolParts):
     """What comparison reads of one scorecard, after its own integrity checks (`load_scorecard`)."""
 
     name: str  # how the user named it (a path), for messages only
     digest: str
-    protocol_hash: str
-    matrix_hash: str
-    policy_hash: str
-    evaluator_digest: str
-    witness_contracts_hash: str
-    subject_config_hash: str
     execution_environment_hash: str
     environment: ExecutionEnvironment
     subjects: tuple[SubjectRuns, ...]

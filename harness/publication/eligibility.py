@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from harness.publication.canonical import canonical_bytes, canonical_hash
 from harness.publication.evidence import Evidence, evidence_from_records
 from harness.publication.freeze import Freeze
-from harness.publication.identity import identity_of
+from harness.publication.identity import ProtocolParts, identity_of
 from harness.publication.matrix_check import MatrixCheck, check_matrix
 from harness.publication.policy import Policy
 
@@ -48,14 +48,8 @@ class StratumCoverage(_Frozen):
     witnessed: int  # fault-scheduled cells whose fault was witnessed (0 for unscheduled strata)
 
 
-class EligibilityProof(_Frozen):
+class EligibilityProof(ProtocolParts):
     format: Literal["agentrel-eligibility-proof/1"] = "agentrel-eligibility-proof/1"
-    protocol_hash: str
-    matrix_hash: str
-    policy_hash: str
-    evaluator_digest: str
-    witness_contracts_hash: str
-    subject_config_hash: str
     manifest_hash: str
     evidence_root_hash: str
     freeze_digest: str | None

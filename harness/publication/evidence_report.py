@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from harness.publication.cells import Cell, cell_id
 from harness.publication.eligibility import EligibilityProof, StratumCoverage
 from harness.publication.evidence import RecordFacts
-from harness.publication.identity import IDENTITY
+from harness.publication.identity import IDENTITY, ProtocolParts
 from harness.publication.matrix_check import MatrixCheck
 from harness.publication.reasons import meaning
 
@@ -84,14 +84,8 @@ class ArtifactRefs(_Frozen):
     execution_environment: str | None
 
 
-class IncompleteEvidenceReport(_Frozen):
+class IncompleteEvidenceReport(ProtocolParts):
     format: Literal["agentrel-evidence-report/1"] = "agentrel-evidence-report/1"
-    protocol_hash: str
-    matrix_hash: str
-    policy_hash: str
-    evaluator_digest: str
-    witness_contracts_hash: str
-    subject_config_hash: str
     execution_environment_hash: str | None
     evidence_root_hash: str
     proof_hash: str

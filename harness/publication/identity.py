@@ -29,6 +29,7 @@ from harness.publication.policy import Policy, load_policy, policy_hash
 
 __all__ = [
     "ProtocolIdentity",
+    "ProtocolParts",
     "diff_identity",
     "identity_of",
     "manifest_hash",
@@ -45,19 +46,10 @@ ENVIRONMENT_KEYS = frozenset({"server_version", "package_version"})
 PARTS = ("matrix_hash", "policy_hash", "evaluator_digest", "witness_contracts_hash")
 
 
-# The identity fields every proof, scorecard and evidence report carries, under these names.
-IDENTITY = (
-    "protocol_hash",
-    "matrix_hash",
-    "policy_hash",
-    "evaluator_digest",
-    "witness_contracts_hash",
-    "subject_config_hash",
-    "evidence_root_hash",
-)
+class ProtocolParts(BaseModel):
+    """The protocol hash, its four parts and the subjects': what every identity-bearing object (the
+    identity, a proof, a scorecard, an evidence report, a comparison's input) carries under these names."""
 
-
-class ProtocolIdentity(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     protocol_hash: str
@@ -66,6 +58,13 @@ class ProtocolIdentity(BaseModel):
     evaluator_digest: str
     witness_contracts_hash: str
     subject_config_hash: str
+
+
+# The identity fields every proof, scorecard and evidence report carries: the parts and its evidence.
+IDENTITY = (*ProtocolParts.model_fields, "evidence_root_hash")
+
+
+class ProtocolIdentity(ProtocolParts):
     manifest_hash: str
 
     @staticmethod

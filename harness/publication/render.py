@@ -10,6 +10,7 @@ from analysis.doc import Document, Image, Section, Table, fmt, fmt_ci
 from analysis.faults import Rate
 from analysis.render import to_html, to_markdown
 from harness.publication.evidence_report import IncompleteEvidenceReport, RunRef
+from harness.publication.identity import ProtocolParts
 from harness.publication.scorecard import Proportion, PublishableScorecard
 
 __all__ = ["report_markdown", "scorecard_html", "scorecard_markdown"]
@@ -18,17 +19,7 @@ SHOWN = 50  # entries of one list an evidence report's Markdown shows
 
 
 def _identity(obj: PublishableScorecard | IncompleteEvidenceReport) -> Table:
-    names = (
-        "protocol_hash",
-        "matrix_hash",
-        "policy_hash",
-        "evaluator_digest",
-        "witness_contracts_hash",
-        "subject_config_hash",
-        "execution_environment_hash",
-        "evidence_root_hash",
-        "proof_hash",
-    )
+    names = (*ProtocolParts.model_fields, "execution_environment_hash", "evidence_root_hash", "proof_hash")
     return Table(["identity", "hash"], [[n, f"`{getattr(obj, n) or '–'}`"] for n in names])
 
 

@@ -31,7 +31,7 @@ from harness.publication.cells import NO_FAULT, fault_kinds
 from harness.publication.eligibility import EligibilityProof
 from harness.publication.environment import ExecutionEnvironment, environment_hash
 from harness.publication.evidence import Evidence, RecordFacts
-from harness.publication.identity import IDENTITY, identity_of
+from harness.publication.identity import IDENTITY, ProtocolParts, identity_of
 from harness.publication.matrix_check import decide
 from harness.publication.policy import Policy
 
@@ -104,14 +104,8 @@ class Subject(_Frozen):
     config_hash: str  # RFC 8785 SHA-256 of this agent's config from the manifest
 
 
-class PublishableScorecard(_Frozen):
+class PublishableScorecard(ProtocolParts):
     format: Literal["agentrel-scorecard/1"] = "agentrel-scorecard/1"
-    protocol_hash: str
-    matrix_hash: str
-    policy_hash: str
-    evaluator_digest: str
-    witness_contracts_hash: str
-    subject_config_hash: str
     execution_environment_hash: str | None
     # What the runs were made on, so a comparison can judge conformance from the scorecard alone.
     execution_environment: ExecutionEnvironment | None = None
