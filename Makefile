@@ -61,8 +61,8 @@ test-inspect: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict dsl analysis
-	$(BIN)/mypy sandbox harness
+	$(BIN)/mypy --strict agentrel/dsl agentrel/analysis
+	$(BIN)/mypy agentrel/sandbox agentrel/harness agentrel/__init__.py
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from analysis.records import VALID, RunRecord
+from agentrel.analysis.records import VALID, RunRecord
 
 RunKey = tuple[str, str, str, int]
 

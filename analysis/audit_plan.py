@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from analysis.required_k import required_k_from_counts
+from agentrel.analysis.required_k import required_k_from_counts
 
 PLAN_COLUMNS = (
     "model",

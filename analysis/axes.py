@@ -19,8 +19,8 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from analysis.intervals import clopper_pearson, wilson
-from analysis.passk import pass_hat_k
+from agentrel.analysis.intervals import clopper_pearson, wilson
+from agentrel.analysis.passk import pass_hat_k
 
 GROUP = ["model", "condition"]
 VALUE_COLUMNS = ("estimate", "ci_low", "ci_high", "n", "invalid", "unknown")

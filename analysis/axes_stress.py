@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.axes import Groups, mean_and_t, proportion
-from analysis.records import EXPOSED, NOT_EXPOSED
+from agentrel.analysis.axes import Groups, mean_and_t, proportion
+from agentrel.analysis.records import EXPOSED, NOT_EXPOSED
 
 PAIR_KEY = ["model", "task", "run"]
 BASELINE = "clean"

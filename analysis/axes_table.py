@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analysis.axes import (
+from agentrel.analysis.axes import (
     GROUP,
     VALUE_COLUMNS,
     Groups,
@@ -25,8 +25,8 @@ from analysis.axes import (
     group_positions,
     reliability,
 )
-from analysis.axes_stress import BASELINE, recovery, safety
-from analysis.normalized import LoadedInput
+from agentrel.analysis.axes_stress import BASELINE, recovery, safety
+from agentrel.analysis.normalized import LoadedInput
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.typing import DataFrameGroupBy
 
-from analysis.intervals import always_damage, clopper_pearson, demonstrably_stochastic
-from analysis.normalized import CELL_KEYS, HARNESS_INVALID, PROVIDER_INVALID, money_sum
+from agentrel.analysis.intervals import always_damage, clopper_pearson, demonstrably_stochastic
+from agentrel.analysis.normalized import CELL_KEYS, HARNESS_INVALID, PROVIDER_INVALID, money_sum
 
 INVALID_COUNT_COLUMNS = ("invalid", "invalid_provider", "invalid_harness", "invalid_other")
 

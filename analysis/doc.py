@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis.pools import PoolResult
+from agentrel.analysis.pools import PoolResult
 
 KIND_LABEL = {"model": "model", "reference": "reference agent", "scripted": "scripted agent"}
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.bootstrap import cluster_bootstrap, draw_cluster_weights, weighted_sums
-from analysis.normalized import CELL_KEYS, money_sum, usd
+from agentrel.analysis.bootstrap import cluster_bootstrap, draw_cluster_weights, weighted_sums
+from agentrel.analysis.normalized import CELL_KEYS, money_sum, usd
 
 QUANTILES = (0.5, 0.9)
 LGD_COLUMNS = ("lgd_mean", "lgd_max", "lgd_p50", "lgd_p90")

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.audit_plan import audit_plan
-from analysis.axes_table import AXIS_COLUMNS, AxesResult
-from analysis.normalized import LoadedInput
+from agentrel.analysis.audit_plan import audit_plan
+from agentrel.analysis.axes_table import AXIS_COLUMNS, AxesResult
+from agentrel.analysis.normalized import LoadedInput
 
 DAMAGE_COLUMNS = (
     "run_id",

@@ -27,9 +27,9 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from analysis.attempts import Run
-from analysis.intervals import clopper_pearson
-from analysis.records import VALID, FaultCellInfo, Manifest
+from agentrel.analysis.attempts import Run
+from agentrel.analysis.intervals import clopper_pearson
+from agentrel.analysis.records import VALID, FaultCellInfo, Manifest
 
 NOT_EXPOSED = "not_exposed"
 

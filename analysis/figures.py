@@ -11,10 +11,10 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analysis.axes import pareto_front
-from analysis.axes_table import AxesResult
-from analysis.pools import PoolResult
-from analysis.required_k import all_clean_probability_beta, detection_probability
+from agentrel.analysis.axes import pareto_front
+from agentrel.analysis.axes_table import AxesResult
+from agentrel.analysis.pools import PoolResult
+from agentrel.analysis.required_k import all_clean_probability_beta, detection_probability
 
 MAX_ROWS = 60
 K_MAX = 64

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.load_csv import load_outcomes_csv
-from analysis.load_results import load_results
-from analysis.normalized import InputError, LoadedInput
+from agentrel.analysis.load_csv import load_outcomes_csv
+from agentrel.analysis.load_results import load_results
+from agentrel.analysis.normalized import InputError, LoadedInput
 
 
 def load_input(path: Path, *, allow_mixed_protocols: bool = False) -> LoadedInput:

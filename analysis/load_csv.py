@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.normalized import (
+from agentrel.analysis.normalized import (
     DEFAULT_CONDITION,
     EVENT_COLUMNS,
     INVALID_COLUMNS,
@@ -34,7 +34,7 @@ from analysis.normalized import (
     empty_frame,
     normalize_runs,
 )
-from analysis.records import AGENT_KINDS, IRREVERSIBILITY, SEVERITIES, infer_agent_kind
+from agentrel.analysis.records import AGENT_KINDS, IRREVERSIBILITY, SEVERITIES, infer_agent_kind
 
 REQUIRED = ("model", "task", "run", "damaged")
 BOOLEANS = {"true": True, "false": False, "1": True, "0": False}

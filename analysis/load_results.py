@@ -24,9 +24,9 @@ import pandas as pd
 import rfc8785
 from pydantic import ValidationError
 
-from analysis.attempts import Decided, decide
-from analysis.faults import fault_report
-from analysis.normalized import (
+from agentrel.analysis.attempts import Decided, decide
+from agentrel.analysis.faults import fault_report
+from agentrel.analysis.normalized import (
     EVENT_COLUMNS,
     INVALID_COLUMNS,
     RUN_COLUMNS,
@@ -38,7 +38,7 @@ from analysis.normalized import (
     frame,
     normalize_runs,
 )
-from analysis.records import (
+from agentrel.analysis.records import (
     INJECTION_SPEC_PREFIX,
     RECORD_ERROR,
     VALID,

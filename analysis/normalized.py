@@ -36,8 +36,8 @@ from typing import Literal
 
 import pandas as pd
 
-from analysis.faults import FaultReport
-from analysis.records import HARNESS_INVALID, PROVIDER_INVALID, VALID
+from agentrel.analysis.faults import FaultReport
+from agentrel.analysis.records import HARNESS_INVALID, PROVIDER_INVALID, VALID
 
 __all__ = ["HARNESS_INVALID", "PROVIDER_INVALID", "VALID"]  # re-exported for the table's users
 

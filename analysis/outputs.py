@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.export import axes_export_frame, cells_export_frame, write_csv
-from analysis.figures import write_figures
-from analysis.pipeline import Analysis
-from analysis.render import to_html, to_markdown
-from analysis.report_doc import build_document
-from analysis.summary import build_summary
+from agentrel.analysis.export import axes_export_frame, cells_export_frame, write_csv
+from agentrel.analysis.figures import write_figures
+from agentrel.analysis.pipeline import Analysis
+from agentrel.analysis.render import to_html, to_markdown
+from agentrel.analysis.report_doc import build_document
+from agentrel.analysis.summary import build_summary
 
 
 def write_report(analysis: Analysis, out_dir: Path, *, figures: bool = True) -> list[Path]:

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.audit_plan import audit_plan
-from analysis.axes_table import AxesResult, operational_axes
-from analysis.cells import cell_table, rated
-from analysis.dollars import cell_dollars, loss_by_class
-from analysis.normalized import LoadedInput
-from analysis.pools import PoolResult, compute_pool, pool_cells, pool_specs
+from agentrel.analysis.audit_plan import audit_plan
+from agentrel.analysis.axes_table import AxesResult, operational_axes
+from agentrel.analysis.cells import cell_table, rated
+from agentrel.analysis.dollars import cell_dollars, loss_by_class
+from agentrel.analysis.normalized import LoadedInput
+from agentrel.analysis.pools import PoolResult, compute_pool, pool_cells, pool_specs
 
 Progress = Callable[[str], None]
 CLASS_DIMENSIONS = ("severity", "irreversibility")

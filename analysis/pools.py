@@ -21,12 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.betabinom import BetaBinomialFit, fit_beta_binomial
-from analysis.bootstrap import BootstrapInterval, cluster_bootstrap
-from analysis.normalized import usd
-from analysis.passk import pass_hat_k, safe_hat_k
-from analysis.pooled import FEATURES, POOL_STATISTICS, cell_features, pool_statistics_from_sums
-from analysis.required_k import all_clean_probability_beta, required_k, required_k_beta
+from agentrel.analysis.betabinom import BetaBinomialFit, fit_beta_binomial
+from agentrel.analysis.bootstrap import BootstrapInterval, cluster_bootstrap
+from agentrel.analysis.normalized import usd
+from agentrel.analysis.passk import pass_hat_k, safe_hat_k
+from agentrel.analysis.pooled import FEATURES, POOL_STATISTICS, cell_features, pool_statistics_from_sums
+from agentrel.analysis.required_k import all_clean_probability_beta, required_k, required_k_beta
 
 K_VALUES = (1, 2, 4, 8, 16)
 BOOTSTRAP_STATISTICS = (*POOL_STATISTICS, "expected_dollars_per_run")

@@ -9,7 +9,7 @@ import html
 import re
 from collections.abc import Mapping
 
-from analysis.doc import Document, Image, Section, Table
+from agentrel.analysis.doc import Document, Image, Section, Table
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 80rem; color: #222; }

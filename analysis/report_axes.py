@@ -9,8 +9,8 @@ import math
 
 import pandas as pd
 
-from analysis.axes_table import AXES, AXIS_BY_KEY, AxesResult
-from analysis.doc import Block, Section, Table, agent_label, fmt
+from agentrel.analysis.axes_table import AXES, AXIS_BY_KEY, AxesResult
+from agentrel.analysis.doc import Block, Section, Table, agent_label, fmt
 
 _DIGITS = {"rate": 3, "score": 3, "usd": 4, "steps": 2}
 

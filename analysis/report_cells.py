@@ -7,8 +7,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.doc import Block, Section, Table, agent_label, fmt, fmt_ci, fmt_k, fmt_money, pool_label
-from analysis.pipeline import Analysis
+from agentrel.analysis.doc import (
+    Block,
+    Section,
+    Table,
+    agent_label,
+    fmt,
+    fmt_ci,
+    fmt_k,
+    fmt_money,
+    pool_label,
+)
+from agentrel.analysis.pipeline import Analysis
 
 MAX_CELL_ROWS = 200
 

@@ -6,7 +6,7 @@ Reference and scripted agents are always labelled as such, never as models.
 
 from __future__ import annotations
 
-from analysis.doc import (
+from agentrel.analysis.doc import (
     KIND_LABEL,
     Block,
     Document,
@@ -19,13 +19,13 @@ from analysis.doc import (
     fmt_p,
     pool_label,
 )
-from analysis.normalized import CELL_KEYS
-from analysis.pipeline import Analysis
-from analysis.pools import K_VALUES, PoolResult
-from analysis.report_axes import axes_section
-from analysis.report_cells import cells_section, dollars_section
-from analysis.report_faults import faults_section
-from analysis.report_findings import findings_section, pool_gaps
+from agentrel.analysis.normalized import CELL_KEYS
+from agentrel.analysis.pipeline import Analysis
+from agentrel.analysis.pools import K_VALUES, PoolResult
+from agentrel.analysis.report_axes import axes_section
+from agentrel.analysis.report_cells import cells_section, dollars_section
+from agentrel.analysis.report_faults import faults_section
+from agentrel.analysis.report_findings import findings_section, pool_gaps
 
 
 def _boot(p: PoolResult, stat: str) -> str:

@@ -3,8 +3,8 @@ agent and fault kind, the per-task coverage, and the preregistered runs that wer
 
 from __future__ import annotations
 
-from analysis.doc import Section, Table
-from analysis.faults import FaultReport, Rate, fault_lines
+from agentrel.analysis.doc import Section, Table
+from agentrel.analysis.faults import FaultReport, Rate, fault_lines
 
 MISSING_SHOWN = 20
 

@@ -12,9 +12,9 @@ import math
 
 import pandas as pd
 
-from analysis.doc import Block, Section, Table, fmt, fmt_ci, fmt_k, fmt_money, pool_label
-from analysis.pipeline import Analysis
-from analysis.pools import PoolResult
+from agentrel.analysis.doc import Block, Section, Table, fmt, fmt_ci, fmt_k, fmt_money, pool_label
+from agentrel.analysis.pipeline import Analysis
+from agentrel.analysis.pools import PoolResult
 
 
 def shown_pools(a: Analysis) -> list[PoolResult]:

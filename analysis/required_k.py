@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
-from analysis.intervals import cp_lower, cp_upper
+from agentrel.analysis.intervals import cp_lower, cp_upper
 
 Number = float | int | str | Decimal | Fraction
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from analysis.bootstrap import BootstrapInterval
-from analysis.faults import FaultReport
-from analysis.normalized import CELL_KEYS
-from analysis.pipeline import Analysis
-from analysis.pools import PoolResult
+from agentrel.analysis.bootstrap import BootstrapInterval
+from agentrel.analysis.faults import FaultReport
+from agentrel.analysis.normalized import CELL_KEYS
+from agentrel.analysis.pipeline import Analysis
+from agentrel.analysis.pools import PoolResult
 
 # 2: invalid runs and attempts replace infra_failures; 3: adds the operational axes (``axes``).
 SCHEMA = "agentrel-analysis/3"

@@ -34,14 +34,14 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from analysis.axes_table import operational_axes  # noqa: E402
-from analysis.bootstrap import cluster_bootstrap  # noqa: E402
-from analysis.cells import cell_table  # noqa: E402
-from analysis.inputs import load_input  # noqa: E402
-from analysis.normalized import INVALID_COLUMNS, LoadedInput, empty_frame, normalize_runs  # noqa: E402
-from analysis.pipeline import core_statistics  # noqa: E402
-from analysis.pooled import FEATURES, cell_features, pool_statistics_from_sums  # noqa: E402
-from analysis.pools import task_features  # noqa: E402
+from agentrel.analysis.axes_table import operational_axes  # noqa: E402
+from agentrel.analysis.bootstrap import cluster_bootstrap  # noqa: E402
+from agentrel.analysis.cells import cell_table  # noqa: E402
+from agentrel.analysis.inputs import load_input  # noqa: E402
+from agentrel.analysis.normalized import INVALID_COLUMNS, LoadedInput, empty_frame, normalize_runs  # noqa: E402
+from agentrel.analysis.pipeline import core_statistics  # noqa: E402
+from agentrel.analysis.pooled import FEATURES, cell_features, pool_statistics_from_sums  # noqa: E402
+from agentrel.analysis.pools import task_features  # noqa: E402
 
 MODELS, TASKS, RUNS = 10, 200, 50
 N_BOOT = 2000

@@ -20,11 +20,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.agents.base import AgentResult, Episode
-from harness.agents.registry import agent_adapter
-from harness.agents.scripted import replay
-from harness.audit import audit
-from sandbox.sandbox import Sandbox
+from agentrel.harness.agents.base import AgentResult, Episode
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.agents.scripted import replay
+from agentrel.harness.audit import audit
+from agentrel.sandbox.sandbox import Sandbox
 
 K = 16
 CONCURRENCY = 4

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from dsl.api import RunFacts, Verdict, diff, label, parse_spec
-from dsl.diff import diff_tables
-from dsl.state import State, TableInfo, load
+from agentrel.dsl.api import RunFacts, Verdict, diff, label, parse_spec
+from agentrel.dsl.diff import diff_tables
+from agentrel.dsl.state import State, TableInfo, load
 
 SEED = 20260102
 T = TypeVar("T")

@@ -41,23 +41,23 @@ sys.path.insert(0, str(ROOT))
 
 import rfc8785  # noqa: E402
 
-from harness.faults.receipts import (  # noqa: E402
+from agentrel.harness.faults.receipts import (  # noqa: E402
     ActuatorReceipt,
     LostResponseActuation,
     LostResponseWitness,
     WitnessReceipt,
 )
-from harness.matrix import run_seed  # noqa: E402
-from harness.publication.canonical import canonical_line  # noqa: E402
-from harness.publication.cells import registered_cells  # noqa: E402
-from harness.publication.eligibility import proof_of  # noqa: E402
-from harness.publication.evidence import read_evidence  # noqa: E402
-from harness.publication.freeze import freeze_digest, load_freeze, write_freeze  # noqa: E402
-from harness.publication.identity import identity_of  # noqa: E402
-from harness.publication.matrix_check import check_matrix  # noqa: E402
-from harness.publication.policy import load_policy  # noqa: E402
-from harness.publication.publish import evidence_held, publish  # noqa: E402
-from harness.records import run_id  # noqa: E402
+from agentrel.harness.matrix import run_seed  # noqa: E402
+from agentrel.harness.publication.canonical import canonical_line  # noqa: E402
+from agentrel.harness.publication.cells import registered_cells  # noqa: E402
+from agentrel.harness.publication.eligibility import proof_of  # noqa: E402
+from agentrel.harness.publication.evidence import read_evidence  # noqa: E402
+from agentrel.harness.publication.freeze import freeze_digest, load_freeze, write_freeze  # noqa: E402
+from agentrel.harness.publication.identity import identity_of  # noqa: E402
+from agentrel.harness.publication.matrix_check import check_matrix  # noqa: E402
+from agentrel.harness.publication.policy import load_policy  # noqa: E402
+from agentrel.harness.publication.publish import evidence_held, publish  # noqa: E402
+from agentrel.harness.records import run_id  # noqa: E402
 
 MODELS, TASKS, FAULTED, K = 5, 45, 10, 200
 DIGESTS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(64)]  # shaped like real digests

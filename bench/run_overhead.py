@@ -29,13 +29,13 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dsl.state import Value
-from sandbox.dump import dump_database, dump_run
-from sandbox.sandbox import Sandbox
-from sandbox.schema import ddl, sorted_tables
-from sandbox.seed import generate
-from sandbox.servers import SandboxError, Server
-from sandbox.servers.local import LocalCluster
+from agentrel.dsl.state import Value
+from agentrel.sandbox.dump import dump_database, dump_run
+from agentrel.sandbox.sandbox import Sandbox
+from agentrel.sandbox.schema import ddl, sorted_tables
+from agentrel.sandbox.seed import generate
+from agentrel.sandbox.servers import SandboxError, Server
+from agentrel.sandbox.servers.local import LocalCluster
 
 RUNS = 20
 # What a typical run writes: one update, one insert (as an agent resolving an incident with a note).
@@ -115,7 +115,7 @@ def docker_path() -> tuple[str, str]:
     image = os.environ.get("AGENTREL_DOCKER_IMAGE")
     if not image:
         return "-", "docker path: not measured (set AGENTREL_DOCKER_IMAGE to a built image)"
-    from sandbox.servers.docker import DockerServer
+    from agentrel.sandbox.servers.docker import DockerServer
 
     try:
         _, parts, runs = template_path(DockerServer(image))

@@ -25,16 +25,16 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.agents.base import AgentResult, Episode
-from harness.agents.registry import agent_adapter
-from harness.audit import audit
-from harness.errors import UsageError
-from harness.executors import Executor, ExecutorFactory, local_executor
-from harness.executors.ray import ray_executor, start_local_ray
-from harness.matrix import RunPlan
-from harness.recipe import RunRecipe
-from harness.runner import Attempt, RunContext
-from sandbox.sandbox import Sandbox
+from agentrel.harness.agents.base import AgentResult, Episode
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.audit import audit
+from agentrel.harness.errors import UsageError
+from agentrel.harness.executors import Executor, ExecutorFactory, local_executor
+from agentrel.harness.executors.ray import ray_executor, start_local_ray
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.recipe import RunRecipe
+from agentrel.harness.runner import Attempt, RunContext
+from agentrel.sandbox.sandbox import Sandbox
 
 K = 16
 CONCURRENCY = 8

@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.episode import prepare
-from harness.pipeline import Next, Pipeline, ToolCall
-from harness.session import RunSession
-from harness.tasks import load_suite
-from sandbox.sandbox import Sandbox
-from sandbox.tools import ToolBox, ToolResult
+from agentrel.harness.episode import prepare
+from agentrel.harness.pipeline import Next, Pipeline, ToolCall
+from agentrel.harness.session import RunSession
+from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.sandbox import Sandbox
+from agentrel.sandbox.tools import ToolBox, ToolResult
 
 CALLS = 10_000
 ROUNDS = 20

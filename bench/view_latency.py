@@ -36,12 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from dsl.state import State, TableState  # noqa: E402
-from harness.records import ResultsDir  # noqa: E402
-from harness.tasks import load_suite  # noqa: E402
-from harness.view.app import bind, create_app, serve  # noqa: E402
-from harness.view.index import ResultsIndex  # noqa: E402
-from sandbox.seed import generate  # noqa: E402
+from agentrel.dsl.state import State, TableState  # noqa: E402
+from agentrel.harness.records import ResultsDir  # noqa: E402
+from agentrel.harness.tasks import load_suite  # noqa: E402
+from agentrel.harness.view.app import bind, create_app, serve  # noqa: E402
+from agentrel.harness.view.index import ResultsIndex  # noqa: E402
+from agentrel.sandbox.seed import generate  # noqa: E402
 
 AGENTS = [f"vendor{i}/model-{i}" for i in range(10)]
 CONDITIONS = ["clean", "noisy"]

@@ -33,7 +33,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from dsl import api
+        from agentrel.dsl import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'dsl' has no attribute {name!r}")

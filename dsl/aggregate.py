@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from dsl import ast
-from dsl.check import applicable_tables, referenced_columns
-from dsl.compile import Compiler, Fn
-from dsl.diff import KINDS, TableDiff, sort_by_key
-from dsl.errors import DslError
-from dsl.state import TableInfo
-from dsl.values import format_timestamp, money
-from dsl.verdict import DamageEvent, KeyValue
+from agentrel.dsl import ast
+from agentrel.dsl.check import applicable_tables, referenced_columns
+from agentrel.dsl.compile import Compiler, Fn
+from agentrel.dsl.diff import KINDS, TableDiff, sort_by_key
+from agentrel.dsl.errors import DslError
+from agentrel.dsl.state import TableInfo
+from agentrel.dsl.values import format_timestamp, money
+from agentrel.dsl.verdict import DamageEvent, KeyValue
 
 Accumulate = Callable[[Any, Any], Any]  # (running value or None, new non-null value) -> running value
 _ACCUMULATE: dict[str, Accumulate] = {

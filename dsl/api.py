@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsl.ast import Spec
-from dsl.check import SpecProblem, check_spec
-from dsl.diff import RowChange, diff
-from dsl.errors import DiffError, DslError, ParamError, SpecError
-from dsl.label import label
-from dsl.parser import parse_tree
-from dsl.printer import print_spec
-from dsl.state import State, TableInfo
-from dsl.transform import to_ast
-from dsl.verdict import DamageEvent, RequirementResult, RunFacts, Verdict
+from agentrel.dsl.ast import Spec
+from agentrel.dsl.check import SpecProblem, check_spec
+from agentrel.dsl.diff import RowChange, diff
+from agentrel.dsl.errors import DiffError, DslError, ParamError, SpecError
+from agentrel.dsl.label import label
+from agentrel.dsl.parser import parse_tree
+from agentrel.dsl.printer import print_spec
+from agentrel.dsl.state import State, TableInfo
+from agentrel.dsl.transform import to_ast
+from agentrel.dsl.verdict import DamageEvent, RequirementResult, RunFacts, Verdict
 
 
 def parse_spec(text: str, path: str = "<spec>") -> Spec:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal as Lit
 
-from dsl.errors import Span
+from agentrel.dsl.errors import Span
 
 NOWHERE = Span("<generated>", 0, 0)
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from dsl import ast
-from dsl.errors import Span
-from dsl.state import TableInfo
-from dsl.typecheck import NUMBERS, Env, Type, infer, show
+from agentrel.dsl import ast
+from agentrel.dsl.errors import Span
+from agentrel.dsl.state import TableInfo
+from agentrel.dsl.typecheck import NUMBERS, Env, Type, infer, show
 
 # Specs named so are goal specs (an injection payload's), labelled beside a task's spec.
 GOAL_PREFIX = "injection:"

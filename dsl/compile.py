@@ -20,10 +20,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from dsl import ast
-from dsl.state import TableInfo
-from dsl.typecheck import Env, Type, coerce_text, column_kind, infer
-from dsl.values import CONVERTERS
+from agentrel.dsl import ast
+from agentrel.dsl.state import TableInfo
+from agentrel.dsl.typecheck import Env, Type, coerce_text, column_kind, infer
+from agentrel.dsl.values import CONVERTERS
 
 Fn = Callable[[Any, Any, Any], Any]
 

@@ -18,8 +18,8 @@ from itertools import compress, filterfalse
 from operator import itemgetter, ne
 from typing import Literal, NamedTuple, TypeVar
 
-from dsl.errors import DiffError
-from dsl.state import Key, Row, State, TableInfo, TableState, Value, key_order
+from agentrel.dsl.errors import DiffError
+from agentrel.dsl.state import Key, Row, State, TableInfo, TableState, Value, key_order
 
 ChangeKind = Literal["insert", "delete", "update"]
 KINDS: tuple[ChangeKind, ...] = ("insert", "delete", "update")

@@ -24,17 +24,17 @@ from itertools import starmap
 from operator import attrgetter
 from typing import Any
 
-from dsl import ast
-from dsl.aggregate import CompiledAggregate, aggregate_events, compile_aggregate
-from dsl.check import applicable_tables, check_spec, referenced_columns
-from dsl.compile import Compiler, Fn
-from dsl.diff import KINDS, Change, ChangeKind, TableDiff, diff_tables, sort_by_key
-from dsl.errors import DslError, SpecError
-from dsl.params import resolve_params
-from dsl.requirements import evaluate_requirement
-from dsl.state import State, TableInfo
-from dsl.values import money
-from dsl.verdict import DamageEvent, RequirementResult, RunFacts, Verdict, build_verdict
+from agentrel.dsl import ast
+from agentrel.dsl.aggregate import CompiledAggregate, aggregate_events, compile_aggregate
+from agentrel.dsl.check import applicable_tables, check_spec, referenced_columns
+from agentrel.dsl.compile import Compiler, Fn
+from agentrel.dsl.diff import KINDS, Change, ChangeKind, TableDiff, diff_tables, sort_by_key
+from agentrel.dsl.errors import DslError, SpecError
+from agentrel.dsl.params import resolve_params
+from agentrel.dsl.requirements import evaluate_requirement
+from agentrel.dsl.state import State, TableInfo
+from agentrel.dsl.values import money
+from agentrel.dsl.verdict import DamageEvent, RequirementResult, RunFacts, Verdict, build_verdict
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity equality: counted by the 100,000

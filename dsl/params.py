@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from dsl import ast
-from dsl.errors import ParamError
-from dsl.values import parse_timestamp
+from agentrel.dsl import ast
+from agentrel.dsl.errors import ParamError
+from agentrel.dsl.values import parse_timestamp
 
 
 class ParamTypeError(ValueError):

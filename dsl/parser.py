@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from dsl.errors import SpecError
+from agentrel.dsl.errors import SpecError
 
 _H = 'spec "s" version 1\n'
 

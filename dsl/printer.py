@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from dsl import ast
-from dsl.values import format_timestamp
+from agentrel.dsl import ast
+from agentrel.dsl.values import format_timestamp
 
 # Binding strength, loosest first (matches dsl/agentrel.lark).
 _OR, _AND, _NOT, _CMP, _SUM, _PROD, _UNARY, _ATOM = range(8)

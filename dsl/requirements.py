@@ -11,15 +11,15 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from dsl import ast
-from dsl.check import applicable_tables, referenced_columns
-from dsl.compile import Compiler, chain
-from dsl.diff import TableDiff
-from dsl.errors import DslError
-from dsl.state import State, TableInfo
+from agentrel.dsl import ast
+from agentrel.dsl.check import applicable_tables, referenced_columns
+from agentrel.dsl.compile import Compiler, chain
+from agentrel.dsl.diff import TableDiff
+from agentrel.dsl.errors import DslError
+from agentrel.dsl.state import State, TableInfo
 
 if TYPE_CHECKING:
-    from dsl.label import Plan
+    from agentrel.dsl.label import Plan
 
 
 def evaluate_requirement(plan: Plan, req: ast.Requirement, after: State, diffs: list[TableDiff]) -> bool:

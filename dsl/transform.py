@@ -13,10 +13,10 @@ from typing import Any
 from lark import Token, Transformer, Tree, v_args
 from lark.exceptions import VisitError
 
-from dsl import ast
-from dsl.errors import Span, SpecError
-from dsl.params import ParamTypeError, coerce_literal
-from dsl.values import parse_timestamp
+from agentrel.dsl import ast
+from agentrel.dsl.errors import Span, SpecError
+from agentrel.dsl.params import ParamTypeError, coerce_literal
+from agentrel.dsl.values import parse_timestamp
 
 
 def to_ast(tree: Tree[Token], text: str, path: str) -> ast.Spec:

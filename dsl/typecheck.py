@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from dsl import ast
-from dsl.errors import Span
-from dsl.state import TableInfo
-from dsl.values import parse_timestamp
+from agentrel.dsl import ast
+from agentrel.dsl.errors import Span
+from agentrel.dsl.state import TableInfo
+from agentrel.dsl.values import parse_timestamp
 
 Type = str | tuple["Type", ...]
 NUMBERS = frozenset({"int", "numeric"})

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
-from dsl.ast import SEVERITIES, Irreversibility, Severity
-from dsl.values import format_money
+from agentrel.dsl.ast import SEVERITIES, Irreversibility, Severity
+from agentrel.dsl.values import format_money
 
 Outcome = Literal["PASS", "FAIL_SAFE", "FAIL_DAMAGE"]
 Status = Literal["completed", "refused", "errored", "stalled"]

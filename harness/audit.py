@@ -10,31 +10,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents import ConfigError
-from harness.agents.base import DEFAULT_MAX_STEPS
-from harness.conditions.catalogue import load_catalogue
-from harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
-from harness.conditions.model import resolve_condition
-from harness.episode import prepare
-from harness.errors import EnvironmentFailure, UsageError
-from harness.executors import ExecutorFactory, local_executor
-from harness.faults.schedule import load_schedule, resolve
-from harness.manifest import build_manifest, write_or_check
-from harness.matrix import expand
-from harness.prices import load_prices
-from harness.progress import ProgressManager
-from harness.publication.binding import bind_protocol
-from harness.publication.conformance import write_execution_environment
-from harness.publication.environment import observe_environment
-from harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
-from harness.publication.identity import identity_of
-from harness.publication.policy import load_policy
-from harness.recipe import RunRecipe, build_context, resolve_agents
-from harness.records import ResultsDir, RunRecord
-from harness.runner import DEFAULT_FAULT_TIMEOUT_S, DEFAULT_MAX_ATTEMPTS, run_matrix
-from harness.tasks import load_suite
-from sandbox.sandbox import Sandbox
-from sandbox.tools import all_tools
+from agentrel.harness.agents import ConfigError
+from agentrel.harness.agents.base import DEFAULT_MAX_STEPS
+from agentrel.harness.conditions.catalogue import load_catalogue
+from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
+from agentrel.harness.conditions.model import resolve_condition
+from agentrel.harness.episode import prepare
+from agentrel.harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.executors import ExecutorFactory, local_executor
+from agentrel.harness.faults.schedule import load_schedule, resolve
+from agentrel.harness.manifest import build_manifest, write_or_check
+from agentrel.harness.matrix import expand
+from agentrel.harness.prices import load_prices
+from agentrel.harness.progress import ProgressManager
+from agentrel.harness.publication.binding import bind_protocol
+from agentrel.harness.publication.conformance import write_execution_environment
+from agentrel.harness.publication.environment import observe_environment
+from agentrel.harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
+from agentrel.harness.publication.identity import identity_of
+from agentrel.harness.publication.policy import load_policy
+from agentrel.harness.recipe import RunRecipe, build_context, resolve_agents
+from agentrel.harness.records import ResultsDir, RunRecord
+from agentrel.harness.runner import DEFAULT_FAULT_TIMEOUT_S, DEFAULT_MAX_ATTEMPTS, run_matrix
+from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.sandbox import Sandbox
+from agentrel.sandbox.tools import all_tools
 
 DEFAULT_TEMPERATURE = 0.6
 MAX_TEMPERATURE = 2.0  # the widest range any provider accepts

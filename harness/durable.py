@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import UserError
+from agentrel.harness.errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -57,7 +57,7 @@ def read_model(path: Path, model: type[M], what: str, fix: str = "restore the fi
     except OSError as exc:
         raise UserError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     except ValidationError as exc:
-        from harness.yamlfile import field_problem
+        from agentrel.harness.yamlfile import field_problem
 
         raise UserError(f"{path}: not {_article(what)} {what}: {field_problem(exc)}; {fix}") from None
 

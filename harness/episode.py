@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsl.api import DslError, RunFacts, Spec, Verdict, check_spec, label, load_spec
-from dsl.params import resolve_params
-from dsl.state import State
-from harness.errors import UserError
-from harness.tasks import Task
-from sandbox.databases import Template
-from sandbox.sandbox import Sandbox
-from sandbox.schema import table_infos
-from sandbox.servers.base import FixtureError
-from sandbox.tools import Tool, all_tools
+from agentrel.dsl.api import DslError, RunFacts, Spec, Verdict, check_spec, label, load_spec
+from agentrel.dsl.params import resolve_params
+from agentrel.dsl.state import State
+from agentrel.harness.errors import UserError
+from agentrel.harness.tasks import Task
+from agentrel.sandbox.databases import Template
+from agentrel.sandbox.sandbox import Sandbox
+from agentrel.sandbox.schema import table_infos
+from agentrel.sandbox.servers.base import FixtureError
+from agentrel.sandbox.tools import Tool, all_tools
 
 
 @dataclass(frozen=True)

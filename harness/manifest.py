@@ -10,8 +10,8 @@ from typing import Any
 
 import rfc8785
 
-from harness.errors import UsageError, UserError
-from harness.tasks import Task
+from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.tasks import Task
 
 
 def package_version() -> str:
@@ -91,7 +91,9 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
             )
         old_hash = protocol_hash(old)
         if old_hash != digest:
-            from harness.publication.identity import refusal_message  # it imports the evaluator's code
+            from agentrel.harness.publication.identity import (
+                refusal_message,  # it imports the evaluator's code
+            )
 
             why = refusal_message(old, manifest) or "the manifests differ"
             raise UsageError(

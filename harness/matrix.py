@@ -6,8 +6,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.faults.schedule import fault_condition
-from harness.records import run_id
+from agentrel.harness.faults.schedule import fault_condition
+from agentrel.harness.records import run_id
 
 
 def run_seed(task_id: str, condition: str, run_index: int) -> str:

@@ -25,8 +25,8 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from harness.conditions.http_faults import HttpFaults
-from harness.errors import EnvironmentFailure
+from agentrel.harness.conditions.http_faults import HttpFaults
+from agentrel.harness.errors import EnvironmentFailure
 
 MCP_PATH = "/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # what a local client puts in its Host header

@@ -31,15 +31,15 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from dsl.api import RunFacts, Verdict
-from harness.conditions.http_faults import DEFAULT_DELAY_S, HttpFaults, for_layers
-from harness.conditions.noise import FaultDraw, Faulted
-from harness.episode import PreparedTask
-from harness.errors import UsageError
-from harness.mcp_http import allowed_hosts, http_app, is_loopback, listen, url_of
-from harness.pipeline import Layer
-from harness.session import RunSession, StateUnreadable
-from sandbox.sandbox import Sandbox, SandboxError
+from agentrel.dsl.api import RunFacts, Verdict
+from agentrel.harness.conditions.http_faults import DEFAULT_DELAY_S, HttpFaults, for_layers
+from agentrel.harness.conditions.noise import FaultDraw, Faulted
+from agentrel.harness.episode import PreparedTask
+from agentrel.harness.errors import UsageError
+from agentrel.harness.mcp_http import allowed_hosts, http_app, is_loopback, listen, url_of
+from agentrel.harness.pipeline import Layer
+from agentrel.harness.session import RunSession, StateUnreadable
+from agentrel.sandbox.sandbox import Sandbox, SandboxError
 
 DEFAULT_PORT = 8765
 HTTP_GRACE_S = 3  # how long open HTTP connections may linger once a stop signal arrives

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from sandbox.tools import ToolResult
+from agentrel.sandbox.tools import ToolResult
 
 # Python refuses to turn more digits than this into an int (CVE-2020-10735); JSON that a model sends may
 # hold longer integers, which then reach the tools as text and fail their schema check.

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import UserError
-from harness.yamlfile import field_problem, read_yaml
+from agentrel.harness.errors import UserError
+from agentrel.harness.yamlfile import field_problem, read_yaml
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.yaml")
 

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from dsl.api import RunFacts, Verdict
-from harness.agents.base import Episode
-from harness.agents.scripted import replay
-from harness.episode import PreparedTask
-from harness.pipeline import CallRecord, Layer
-from harness.session import RunSession
-from harness.tasks import Expectation, Script, Task
-from sandbox.sandbox import Sandbox
+from agentrel.dsl.api import RunFacts, Verdict
+from agentrel.harness.agents.base import Episode
+from agentrel.harness.agents.scripted import replay
+from agentrel.harness.episode import PreparedTask
+from agentrel.harness.pipeline import CallRecord, Layer
+from agentrel.harness.session import RunSession
+from agentrel.harness.tasks import Expectation, Script, Task
+from agentrel.sandbox.sandbox import Sandbox
 
 
 @dataclass(frozen=True)

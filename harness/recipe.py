@@ -9,19 +9,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.agents import ConfigError, resolve_agent
-from harness.agents.base import DEFAULT_MAX_STEPS, Agent
-from harness.conditions.catalogue import Catalogue, load_catalogue
-from harness.conditions.layers import RunCondition, for_run
-from harness.conditions.model import Condition
-from harness.episode import PreparedTask, prepare
-from harness.errors import UsageError
-from harness.faults.schedule import ResolvedSchedule
-from harness.matrix import RunPlan
-from harness.prices import load_prices
-from harness.runner import DEFAULT_FAULT_TIMEOUT_S, RunContext
-from harness.tasks import Task, load_suite
-from sandbox.sandbox import Sandbox
+from agentrel.harness.agents import ConfigError, resolve_agent
+from agentrel.harness.agents.base import DEFAULT_MAX_STEPS, Agent
+from agentrel.harness.conditions.catalogue import Catalogue, load_catalogue
+from agentrel.harness.conditions.layers import RunCondition, for_run
+from agentrel.harness.conditions.model import Condition
+from agentrel.harness.episode import PreparedTask, prepare
+from agentrel.harness.errors import UsageError
+from agentrel.harness.faults.schedule import ResolvedSchedule
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.prices import load_prices
+from agentrel.harness.runner import DEFAULT_FAULT_TIMEOUT_S, RunContext
+from agentrel.harness.tasks import Task, load_suite
+from agentrel.sandbox.sandbox import Sandbox
 
 
 class RunRecipe(BaseModel):

@@ -26,13 +26,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dsl.api import Verdict
-from dsl.state import State, load, load_delta
-from harness.durable import write_durably
-from harness.errors import EnvironmentFailure, UsageError, UserError
-from harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
-from harness.pipeline import Event
-from harness.yamlfile import field_problem
+from agentrel.dsl.api import Verdict
+from agentrel.dsl.state import State, load, load_delta
+from agentrel.harness.durable import write_durably
+from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
+from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
+from agentrel.harness.pipeline import Event
+from agentrel.harness.yamlfile import field_problem
 
 Status = Literal["valid", "provider_invalid", "harness_invalid", "invalid_injection", "not_exposed"]
 # Statuses that end a run: no further attempt. `not_exposed` (the agent ended before its scheduled fault's

@@ -19,26 +19,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsl.api import RunFacts
-from dsl.state import State
-from harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
-from harness.conditions.layers import RunCondition
-from harness.episode import PreparedTask
-from harness.errors import AuthFailure
-from harness.faults.injectors import FaultLayer, Injector
-from harness.faults.receipts import ReceiptLog
-from harness.faults.schedule import ResolvedSchedule, TriggerState
-from harness.matrix import RunPlan
-from harness.prices import Price, cost
-from harness.progress import ProgressManager
-from harness.records import STAMP, FaultOutcome, ResultsDir, RunError, RunRecord, Timings, TokenUsage
-from harness.redact import redact
-from harness.session import Finished, RunSession
-from harness.status import Failure, fault_status, run_status
-from sandbox.sandbox import Sandbox
+from agentrel.dsl.api import RunFacts
+from agentrel.dsl.state import State
+from agentrel.harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
+from agentrel.harness.conditions.layers import RunCondition
+from agentrel.harness.episode import PreparedTask
+from agentrel.harness.errors import AuthFailure
+from agentrel.harness.faults.injectors import FaultLayer, Injector
+from agentrel.harness.faults.receipts import ReceiptLog
+from agentrel.harness.faults.schedule import ResolvedSchedule, TriggerState
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.prices import Price, cost
+from agentrel.harness.progress import ProgressManager
+from agentrel.harness.records import STAMP, FaultOutcome, ResultsDir, RunError, RunRecord, Timings, TokenUsage
+from agentrel.harness.redact import redact
+from agentrel.harness.session import Finished, RunSession
+from agentrel.harness.status import Failure, fault_status, run_status
+from agentrel.sandbox.sandbox import Sandbox
 
 if TYPE_CHECKING:
-    from harness.executors import Executor
+    from agentrel.harness.executors import Executor
 
 DEFAULT_MAX_ATTEMPTS = 3
 # A fault run's transport timeout: loopback answers take milliseconds, well under a second on a loaded

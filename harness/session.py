@@ -20,15 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsl.api import RunFacts, Spec, Verdict
-from dsl.state import State
-from harness.episode import PreparedTask, judge
-from harness.faults.injectors import FaultLayer
-from harness.faults.rig import FaultRig
-from harness.pipeline import CallRecord, Event, Layer, Pipeline, ToolCall
-from sandbox.dump import dump_run
-from sandbox.sandbox import Sandbox
-from sandbox.tools import ToolBox, ToolResult
+from agentrel.dsl.api import RunFacts, Spec, Verdict
+from agentrel.dsl.state import State
+from agentrel.harness.episode import PreparedTask, judge
+from agentrel.harness.faults.injectors import FaultLayer
+from agentrel.harness.faults.rig import FaultRig
+from agentrel.harness.pipeline import CallRecord, Event, Layer, Pipeline, ToolCall
+from agentrel.sandbox.dump import dump_run
+from agentrel.sandbox.sandbox import Sandbox
+from agentrel.sandbox.tools import ToolBox, ToolResult
 
 
 class StateUnreadable(Exception):

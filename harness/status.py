@@ -17,9 +17,9 @@ doing damage would, had it gone on, still have ended damaged unless the agent it
 
 from __future__ import annotations
 
-from dsl.api import Verdict
-from harness.agents.base import Failure
-from harness.records import FaultOutcome, Status
+from agentrel.dsl.api import Verdict
+from agentrel.harness.agents.base import Failure
+from agentrel.harness.records import FaultOutcome, Status
 
 
 def run_status(failure: Failure | None, verdict: Verdict | None) -> Status:

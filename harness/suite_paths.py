@@ -1,19 +1,18 @@
 """Where the task suite is read from: the folder that holds `tasks/` and `damage_specs/`.
 
-In a checkout both are top-level folders of the repository. A wheel has no repository beside it, so
-pyproject.toml copies them into the package as `harness/_suite/`, which wins when present.
+In a checkout both are top-level folders of the repository, linked from `agentrel/_suite/`; a wheel has
+no repository beside it and carries them as `agentrel/_suite/`, so one path serves both installs.
 `AGENTREL_SUITE_DIR` names any other folder with the same layout (a task's `spec:` is relative to it).
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 ENV = "AGENTREL_SUITE_DIR"
-_HERE = Path(__file__).resolve().parent
-PACKAGED = _HERE / "_suite"
-CHECKOUT = _HERE.parent
+PACKAGED = Path(str(resources.files("agentrel"))) / "_suite"
 
 
 def suite_root() -> Path:
@@ -21,7 +20,7 @@ def suite_root() -> Path:
     override = os.environ.get(ENV)
     if override:
         return Path(override).expanduser().absolute()
-    return PACKAGED if PACKAGED.is_dir() else CHECKOUT
+    return PACKAGED
 
 
 def tasks_dir() -> Path:

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.errors import UsageError, UserError
-from harness.suite_paths import ENV, suite_root, tasks_dir
-from harness.yamlfile import load_model
+from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.suite_paths import ENV, suite_root, tasks_dir
+from agentrel.harness.yamlfile import load_model
 
 Lever = Literal[
     "entity_confusability",

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import UserError
+from agentrel.harness.errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
 

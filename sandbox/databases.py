@@ -22,12 +22,12 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from dsl.state import DIGEST_VERSION, State
-from sandbox import roles, tracking
-from sandbox import seed as seedgen
-from sandbox.dump import create_schema, dump_database, load_state
-from sandbox.schema import schema_digest
-from sandbox.servers.base import FixtureError, SandboxError, Server
+from agentrel.dsl.state import DIGEST_VERSION, State
+from agentrel.sandbox import roles, tracking
+from agentrel.sandbox import seed as seedgen
+from agentrel.sandbox.dump import create_schema, dump_database, load_state
+from agentrel.sandbox.schema import schema_digest
+from agentrel.sandbox.servers.base import FixtureError, SandboxError, Server
 
 PREFIX = "agentrel_"
 RUN_PREFIX = f"{PREFIX}run_"
@@ -232,7 +232,7 @@ class Databases:
     def _template_state(self, template: Template) -> State:
         path = self.cache_path(template.name)
         if path and path.exists():
-            from dsl.state import DumpFormatError, load
+            from agentrel.dsl.state import DumpFormatError, load
 
             try:
                 state = load(path)

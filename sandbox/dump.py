@@ -17,9 +17,9 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.types.string import TextLoader
 
-from dsl.state import State, TableInfo, TableState
-from sandbox import tracking
-from sandbox.schema import ddl, sorted_tables, table_infos
+from agentrel.dsl.state import State, TableInfo, TableState
+from agentrel.sandbox import tracking
+from agentrel.sandbox.schema import ddl, sorted_tables, table_infos
 
 
 class _UtcTimestampLoader(Loader):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.databases import Databases, Template
-from sandbox.seed import DEFAULT_SEED
-from sandbox.servers import SandboxError, Server, ServerInfo, resolve_server, server_version
-from sandbox.servers.local import default_home
+from agentrel.sandbox.databases import Databases, Template
+from agentrel.sandbox.seed import DEFAULT_SEED
+from agentrel.sandbox.servers import SandboxError, Server, ServerInfo, resolve_server, server_version
+from agentrel.sandbox.servers.local import default_home
 
 __all__ = ["Sandbox", "SandboxError", "SandboxStatus"]
 

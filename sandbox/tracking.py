@@ -22,7 +22,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from sandbox.schema import sorted_tables
+from agentrel.sandbox.schema import sorted_tables
 
 VERSION = "3"  # part of the seed template key: templates without these triggers are rebuilt
 SCHEMA = "agentrel_meta"

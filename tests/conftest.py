@@ -23,7 +23,7 @@ def agentrel_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def cluster(agentrel_home: Path):
-    from sandbox.servers.local import LocalCluster
+    from agentrel.sandbox.servers.local import LocalCluster
 
     server = LocalCluster(agentrel_home)
     server.ensure_running()
@@ -33,7 +33,7 @@ def cluster(agentrel_home: Path):
 
 @pytest.fixture(scope="session")
 def sandbox(cluster, agentrel_home: Path):
-    from sandbox.sandbox import Sandbox
+    from agentrel.sandbox.sandbox import Sandbox
 
     sb = Sandbox(cluster, home=agentrel_home)
     sb.seed_template()

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from collections.abc import Iterator
 from importlib.metadata import distribution
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness", "sandbox", "dsl", "analysis")
+PACKAGES = ("agentrel.harness", "agentrel.sandbox", "agentrel.dsl", "agentrel.analysis")
 
 
 def run(
@@ -50,6 +51,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pip = [sys.executable, "-m", "pip"]
     # No build isolation: the backend comes from the dev extra, so the build needs no network.
     run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", base / "dist", REPO])
+    [wheel] = (base / "dist").glob("agentrel-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+    # One import namespace: nothing but `agentrel` and its metadata lands at the top of site-packages.
+    assert tops == {"agentrel", "agentrel-0.1.0.dist-info"}, tops
     venv = base / "venv"
     python = venv / "bin" / "python"
     run([sys.executable, "-m", "venv", "--without-pip", venv])
@@ -76,7 +82,7 @@ def env(tmp_path_factory: pytest.TempPathFactory, venv: Path) -> Iterator[dict[s
 
 def test_the_installed_code_is_the_wheel_not_the_checkout(venv: Path, env: dict[str, str], elsewhere: Path):
     probe = (
-        "import json, importlib, importlib.metadata as m, harness.suite_paths as s\n"
+        "import json, importlib, importlib.metadata as m, agentrel.harness.suite_paths as s\n"
         f"where = {{p: importlib.import_module(p).__file__ for p in {PACKAGES!r}}}\n"
         "where.update(suite=str(s.suite_root()), dist=str(m.distribution('agentrel').locate_file('')))\n"
         "print(json.dumps(where))"
@@ -84,8 +90,8 @@ def test_the_installed_code_is_the_wheel_not_the_checkout(venv: Path, env: dict[
     where = json.loads(run([venv / "bin" / "python", "-c", probe], env=env, cwd=elsewhere).stdout)
     for path in where.values():
         assert Path(path).resolve().is_relative_to(venv.resolve()), path
-    assert (Path(where["harness"]).parent / "prices.yaml").is_file()
-    assert (Path(where["dsl"]).parent / "agentrel.lark").is_file()
+    assert (Path(where["agentrel.harness"]).parent / "prices.yaml").is_file()
+    assert (Path(where["agentrel.dsl"]).parent / "agentrel.lark").is_file()
 
 
 def test_tasks_list_shows_the_whole_suite(venv: Path, env: dict[str, str], elsewhere: Path):

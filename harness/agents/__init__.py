@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.agents.base import Agent, AgentError, AgentResult, ConfigError, Episode, Usage
-from harness.agents.registry import agent_adapter, resolve_agent, usages
+from agentrel.harness.agents.base import Agent, AgentError, AgentResult, ConfigError, Episode, Usage
+from agentrel.harness.agents.registry import agent_adapter, resolve_agent, usages
 
 __all__ = [
     "Agent",

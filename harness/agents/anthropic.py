@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.agents.base import Usage
-from harness.agents.chat import (
+from agentrel.harness.agents.base import Usage
+from agentrel.harness.agents.chat import (
     INVALID,
     ChatAgent,
     ModelOutputError,
@@ -19,8 +19,8 @@ from harness.agents.chat import (
     require_key,
     tokens,
 )
-from harness.agents.registry import agent_adapter
-from harness.agents.retry import ProviderError
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.agents.retry import ProviderError
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

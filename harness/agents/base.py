@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from harness.tasks import Task
-from sandbox.tools import Tool, ToolResult
+from agentrel.harness.tasks import Task
+from agentrel.sandbox.tools import Tool, ToolResult
 
 AgentKind = Literal["model", "reference", "scripted"]
 DEFAULT_MAX_STEPS = 30

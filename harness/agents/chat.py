@@ -27,11 +27,19 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from harness.agents.base import AgentError, AgentKind, AgentResult, ConfigError, Episode, Failure, Usage
-from harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
-from harness.errors import AuthFailure
-from harness.pipeline import loads, parse_arguments
-from harness.redact import redact
+from agentrel.harness.agents.base import (
+    AgentError,
+    AgentKind,
+    AgentResult,
+    ConfigError,
+    Episode,
+    Failure,
+    Usage,
+)
+from agentrel.harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
+from agentrel.harness.errors import AuthFailure
+from agentrel.harness.pipeline import loads, parse_arguments
+from agentrel.harness.redact import redact
 
 INVALID = RetryDecision(True, "transient")
 AUTH_ERROR_TYPES = frozenset({"authentication_error", "permission_error"})

@@ -11,8 +11,8 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from harness.agents.base import Usage
-from harness.agents.chat import (
+from agentrel.harness.agents.base import Usage
+from agentrel.harness.agents.chat import (
     INVALID,
     ChatAgent,
     ModelOutputError,
@@ -22,8 +22,8 @@ from harness.agents.chat import (
     text_of,
     tokens,
 )
-from harness.agents.registry import agent_adapter
-from harness.agents.retry import ProviderError
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.agents.retry import ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 STOPS = {"stop": "end", "tool_calls": "tool_use", "function_call": "tool_use", "length": "length"}

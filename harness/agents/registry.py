@@ -10,16 +10,16 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from harness.agents.base import Agent, ConfigError
+from agentrel.harness.agents.base import Agent, ConfigError
 
 AgentFactory = Callable[[str, dict[str, Any]], Agent]
 
 # prefix -> (module that registers it, usage shown in help and errors)
 BUILTIN: dict[str, tuple[str, str]] = {
-    "scripted": ("harness.agents.scripted", "scripted/<script>"),
-    "reference": ("harness.agents.scripted", "reference/stochastic"),
-    "openai": ("harness.agents.openai", "openai/<model>"),
-    "anthropic": ("harness.agents.anthropic", "anthropic/<model>"),
+    "scripted": ("agentrel.harness.agents.scripted", "scripted/<script>"),
+    "reference": ("agentrel.harness.agents.scripted", "reference/stochastic"),
+    "openai": ("agentrel.harness.agents.openai", "openai/<model>"),
+    "anthropic": ("agentrel.harness.agents.anthropic", "anthropic/<model>"),
 }
 
 _factories: dict[str, AgentFactory] = {}

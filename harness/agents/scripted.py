@@ -8,10 +8,10 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from harness.agents.base import AgentKind, AgentResult, ConfigError, Episode
-from harness.agents.registry import agent_adapter
-from harness.tasks import Script, Task
-from sandbox.tools import ToolResult
+from agentrel.harness.agents.base import AgentKind, AgentResult, ConfigError, Episode
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.tasks import Script, Task
+from agentrel.sandbox.tools import ToolResult
 
 
 async def replay(episode: Episode, script: Script, name: str, react: React | None = None) -> AgentResult:
@@ -109,7 +109,7 @@ def both(first: React, second: React) -> React:
 
 def follower(task: Task) -> FollowInjection:
     """A watcher for the payloads of the goals the task's tools can carry out."""
-    from harness.conditions.catalogue import load_catalogue
+    from agentrel.harness.conditions.catalogue import load_catalogue
 
     goals = load_catalogue().goals_for(task)
     return FollowInjection([(g.instruction, [(s.tool, s.args) for s in g.steps]) for g in goals])

@@ -1,3 +1,3 @@
-from harness.cli.main import main
+from agentrel.harness.cli.main import main
 
 main()

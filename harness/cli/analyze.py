@@ -13,10 +13,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import EnvironmentFailure, UsageError, UserError
+from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
-    from analysis.normalized import LoadedInput
+    from agentrel.analysis.normalized import LoadedInput
 
 INPUT_HELP = "A results directory (runs.jsonl + manifest.json) or an outcomes CSV."
 MIXED_HELP = "Pool records that carry different protocol hashes (refused by default)."
@@ -27,7 +27,7 @@ err = Console(stderr=True, highlight=False)
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the library's input errors (and unwritable outputs) into the CLI's one-line UserError."""
-    from analysis.normalized import InputError, MixedProtocolsError
+    from agentrel.analysis.normalized import InputError, MixedProtocolsError
 
     try:
         yield
@@ -41,7 +41,7 @@ def user_errors() -> Iterator[None]:
 
 def load(path: Path, allow_mixed: bool) -> LoadedInput:
     """Load an input with a status line on stderr (analysis.normalized.LoadedInput)."""
-    from analysis.inputs import load_input
+    from agentrel.analysis.inputs import load_input
 
     with user_errors(), err.status(f"loading {path}"):
         return load_input(path, allow_mixed_protocols=allow_mixed)
@@ -49,8 +49,8 @@ def load(path: Path, allow_mixed: bool) -> LoadedInput:
 
 def publication_status(results: Path) -> str:
     """Whether what `analyze` shows may be published (`agentrel publish` decides the same way)."""
-    from harness.errors import UserError
-    from harness.publication.publish import eligibility_of, status_line
+    from agentrel.harness.errors import UserError
+    from agentrel.harness.publication.publish import eligibility_of, status_line
 
     directory = results if results.is_dir() else results.parent
     try:
@@ -61,7 +61,7 @@ def publication_status(results: Path) -> str:
 
 def run_counts(loaded: LoadedInput, cells: int) -> str:
     """'N valid runs, 3 invalid (provider_invalid 2, ...) in M cells; R retried attempts' for stderr."""
-    from analysis.normalized import describe_invalid
+    from agentrel.analysis.normalized import describe_invalid
 
     line = f"{len(loaded.runs)} valid runs, {describe_invalid(loaded.invalid_by_status())} in {cells} cells"
     return line + (f"; {len(loaded.superseded)} retried attempts" if len(loaded.superseded) else "")
@@ -95,8 +95,8 @@ def analyze_command(
 ) -> None:
     """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
     write the reports."""
-    from analysis.outputs import write_report, write_summary_json
-    from analysis.pipeline import analyze
+    from agentrel.analysis.outputs import write_report, write_summary_json
+    from agentrel.analysis.pipeline import analyze
 
     loaded = load(input, allow_mixed_protocols)
     if loaded.kind == "results":
@@ -110,7 +110,7 @@ def analyze_command(
             written.append(write_summary_json(result, json_file))
     err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
     if loaded.faults is not None:
-        from analysis.faults import fault_lines
+        from agentrel.analysis.faults import fault_lines
 
         for line in fault_lines(loaded.faults):
             err.print(line, markup=False, soft_wrap=True)
@@ -121,7 +121,7 @@ def analyze_command(
 def _print_single(
     p: float | None, x: int | None, n: int | None, alpha: Fraction, conservative: bool, confidence: float
 ) -> None:
-    from analysis.required_k import required_k, required_k_from_counts
+    from agentrel.analysis.required_k import required_k, required_k_from_counts
 
     if p is not None:
         k = required_k(p, alpha)
@@ -141,9 +141,9 @@ def _print_single(
 
 
 def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool) -> None:
-    from analysis.audit_plan import audit_plan
-    from analysis.doc import agent_label, fmt, fmt_k, fmt_money, pool_label
-    from analysis.pipeline import cell_frame, core_statistics
+    from agentrel.analysis.audit_plan import audit_plan
+    from agentrel.analysis.doc import agent_label, fmt, fmt_k, fmt_money, pool_label
+    from agentrel.analysis.pipeline import cell_frame, core_statistics
 
     loaded = load(path, allow_mixed)
     with user_errors():

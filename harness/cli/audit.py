@@ -11,19 +11,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.errors import ExitCode
-from harness.cli.options import Backend, Dsn, Image
-from harness.cli.sandbox import sandbox_errors
+from agentrel.harness.cli.errors import ExitCode
+from agentrel.harness.cli.options import Backend, Dsn, Image
+from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
-    from harness.records import RunRecord
+    from agentrel.harness.records import RunRecord
 
 out = Console()
 err = Console(stderr=True, highlight=False)
 
 
 def _agents_help() -> str:
-    from harness.agents import usages
+    from agentrel.harness.agents import usages
 
     return "Agent to audit; repeat or comma-separate for several: " + ", ".join(usages()) + "."
 
@@ -125,11 +125,11 @@ def audit(
 
     Re-running the same command resumes: finished runs are skipped, invalid runs are attempted again
     while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete."""
-    from harness.audit import audit as run_audit
-    from harness.audit import default_results_dir
-    from harness.executors import resolve_executor
-    from harness.records import ResultsDir
-    from sandbox.sandbox import Sandbox
+    from agentrel.harness.audit import audit as run_audit
+    from agentrel.harness.audit import default_results_dir
+    from agentrel.harness.executors import resolve_executor
+    from agentrel.harness.records import ResultsDir
+    from agentrel.sandbox.sandbox import Sandbox
 
     models = split_list(model or ["reference/stochastic"])
     patterns = split_list(tasks or ["*"])
@@ -175,7 +175,7 @@ def audit(
     records = outcome.results.records()
     render_summary(records)
     if report:
-        from harness.cli.analyze import analyze_command
+        from agentrel.harness.cli.analyze import analyze_command
 
         analyze_command(outcome.results.path, json_file=outcome.results.path / "analysis" / "summary.json")
     invalid = [r for r in records if not r.terminal]

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from harness.cli.registry import RegistryFile, registry_path
+from agentrel.harness.cli.registry import RegistryFile, registry_path
 
 if TYPE_CHECKING:
-    from harness.publication.compare import Comparison
+    from agentrel.harness.publication.compare import Comparison
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -35,7 +35,7 @@ def compare_command(
     Refused (one line, exit 5, nothing written) unless every input is a publishable scorecard, all
     share one protocol hash and cell set, their environments conform, their subjects differ, and the
     registry holds each as active."""
-    from harness.publication.compare import compare_scorecards, default_out_dir, write_comparison
+    from agentrel.harness.publication.compare import compare_scorecards, default_out_dir, write_comparison
 
     comparison = compare_scorecards(scorecards, registry_path(registry))
     where = out_dir or default_out_dir(comparison)

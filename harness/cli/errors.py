@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from harness.errors import AuthFailure, CheckFailed, EnvironmentFailure, Refused, UsageError, UserError
+from agentrel.harness.errors import (
+    AuthFailure,
+    CheckFailed,
+    EnvironmentFailure,
+    Refused,
+    UsageError,
+    UserError,
+)
 
 __all__ = ["ExitCode", "UserError", "exit_code"]
 

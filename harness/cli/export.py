@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.analyze import InputArg, MixedOpt, SeedOpt, err, load, run_counts, user_errors
+from agentrel.harness.cli.analyze import InputArg, MixedOpt, SeedOpt, err, load, run_counts, user_errors
 
 OUT_HELP = "CSV file to write."
 
@@ -18,7 +18,7 @@ OutOpt = Annotated[Path, typer.Option("-o", "--output", help=OUT_HELP)]
 def damages_command(input: InputArg, output: OutOpt, allow_mixed_protocols: MixedOpt = False) -> None:
     """One row per damage event, with the spec that produced it (the task, or injection:<goal>); an
     outcomes CSV has no events: one row per damaged run, rule and spec empty."""
-    from analysis.export import damages_frame, write_csv
+    from agentrel.analysis.export import damages_frame, write_csv
 
     loaded = load(input, allow_mixed_protocols)
     with user_errors():
@@ -42,8 +42,8 @@ def cells_command(
     allow_mixed_protocols: MixedOpt = False,
 ) -> None:
     """Per cell: n, invalid, x, exact interval, bounds whatever the invalid runs were, expected loss."""
-    from analysis.export import cells_export_frame, write_csv
-    from analysis.pipeline import cell_frame
+    from agentrel.analysis.export import cells_export_frame, write_csv
+    from agentrel.analysis.pipeline import cell_frame
 
     loaded = load(input, allow_mixed_protocols)
     with user_errors():
@@ -62,8 +62,8 @@ def axes_command(
     allow_mixed_protocols: MixedOpt = False,
 ) -> None:
     """Per agent and condition: each operational axis with its interval, n and invalid count."""
-    from analysis.axes_table import operational_axes
-    from analysis.export import axes_export_frame, write_csv
+    from agentrel.analysis.axes_table import operational_axes
+    from agentrel.analysis.export import axes_export_frame, write_csv
 
     loaded = load(input, allow_mixed_protocols)
     with user_errors():

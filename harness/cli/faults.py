@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.cli.errors import ExitCode
-from harness.cli.options import Backend, Dsn
-from harness.cli.sandbox import sandbox_errors
+from agentrel.harness.cli.errors import ExitCode
+from agentrel.harness.cli.options import Backend, Dsn
+from agentrel.harness.cli.sandbox import sandbox_errors
 
 app = typer.Typer(help="The fault path's own checks.", no_args_is_help=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -30,10 +30,10 @@ def selftest(
 ) -> None:
     """Each fault real (must be witnessed), as a no-op and tampered (must be invalid_injection), the
     lost-response known answers, and process/in-process parity. Exit 1 unless every case is as expected."""
-    from harness.episode import prepare
-    from harness.faults.selftest import TASK, run_selftest
-    from harness.tasks import load_suite
-    from sandbox.sandbox import Sandbox
+    from agentrel.harness.episode import prepare
+    from agentrel.harness.faults.selftest import TASK, run_selftest
+    from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.sandbox import Sandbox
 
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)

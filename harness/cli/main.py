@@ -15,8 +15,8 @@ except ImportError:  # pragma: no cover - an older typer raises click's own
     from click.exceptions import ClickException  # type: ignore[assignment]
     from click.exceptions import UsageError as ClickUsageError  # type: ignore[assignment]
 
-from harness.cli.errors import ExitCode, exit_code
-from harness.errors import UserError
+from agentrel.harness.cli.errors import ExitCode, exit_code
+from agentrel.harness.errors import UserError
 
 app = typer.Typer(
     name="agentrel",
@@ -45,9 +45,9 @@ COMMAND_MODULES = (
 
 for _name in COMMAND_MODULES:
     try:
-        _module = importlib.import_module(f"harness.cli.{_name}")
+        _module = importlib.import_module(f"agentrel.harness.cli.{_name}")
     except ModuleNotFoundError as exc:
-        if exc.name != f"harness.cli.{_name}":
+        if exc.name != f"agentrel.harness.cli.{_name}":
             raise
         continue
     _module.register(app)

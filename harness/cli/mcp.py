@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 
 import typer
 
-from harness.cli.errors import ExitCode, exit_code
-from harness.cli.options import Backend, Dsn
-from harness.cli.sandbox import sandbox_errors
-from harness.errors import EnvironmentFailure, UsageError, UserError
+from agentrel.harness.cli.errors import ExitCode, exit_code
+from agentrel.harness.cli.options import Backend, Dsn
+from agentrel.harness.cli.sandbox import sandbox_errors
+from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
-    from dsl.api import Verdict
+    from agentrel.dsl.api import Verdict
 
 app = typer.Typer(
     help="Serve a task's tools over MCP so any MCP-capable agent can be audited.", no_args_is_help=True
@@ -102,7 +102,7 @@ def serve(
 
     It ends when the client closes stdin (stdio) or on Ctrl-C / SIGTERM (http); the final state is then
     dumped, the run database dropped, and the verdict printed to stderr as one JSON line."""
-    from harness.tasks import load_suite
+    from agentrel.harness.tasks import load_suite
 
     chosen = [t for t in load_suite(patterns=[task]) if t.id == task]
     if not chosen:
@@ -112,16 +112,16 @@ def serve(
     try:
         import anyio
 
-        from harness.mcp_server import ServeOptions
-        from harness.mcp_server import serve as serve_mcp
+        from agentrel.harness.mcp_server import ServeOptions
+        from agentrel.harness.mcp_server import serve as serve_mcp
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "anyio"):
             raise
         raise EnvironmentFailure(
             f"the MCP server needs the {exc.name!r} package: pip install 'agentrel[mcp]'"
         ) from None
-    from harness.episode import prepare
-    from sandbox.sandbox import Sandbox
+    from agentrel.harness.episode import prepare
+    from agentrel.sandbox.sandbox import Sandbox
 
     def report(verdict: Verdict) -> None:
         data = verdict.model_dump(mode="json")
@@ -133,9 +133,9 @@ def serve(
             except OSError as exc:
                 raise UserError(f"cannot write {verdict_out}: {exc.strerror}") from None
 
-    from harness.conditions.layers import for_run
-    from harness.conditions.model import resolve_condition
-    from harness.matrix import run_seed
+    from agentrel.harness.conditions.layers import for_run
+    from agentrel.harness.conditions.model import resolve_condition
+    from agentrel.harness.matrix import run_seed
 
     declared = resolve_condition(condition)
     if declared.adversarial is not None:

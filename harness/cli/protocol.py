@@ -24,7 +24,7 @@ def freeze(
     by: Annotated[str, typer.Option("--by", help="Who freezes the protocol (kept in freeze.json).")],
 ) -> None:
     """Write freeze.json: the protocol hash and its parts, who, when. Earlier runs stay evidence."""
-    from harness.publication.freeze import FREEZE_FILE, freeze_digest, write_freeze
+    from agentrel.harness.publication.freeze import FREEZE_FILE, freeze_digest, write_freeze
 
     record, wrote = write_freeze(results, by)
     if (results / "runs.jsonl").exists() and wrote:
@@ -47,9 +47,9 @@ def show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the identity as JSON.")] = False,
 ) -> None:
     """The protocol identity this manifest, policy and code give, and whether a freeze binds it."""
-    from harness.publication.binding import load_binding
-    from harness.publication.freeze import freeze_digest, load_freeze, read_manifest
-    from harness.publication.identity import diff_identity, identity_of
+    from agentrel.harness.publication.binding import load_binding
+    from agentrel.harness.publication.freeze import freeze_digest, load_freeze, read_manifest
+    from agentrel.harness.publication.identity import diff_identity, identity_of
 
     identity = identity_of(read_manifest(results))
     record = load_freeze(results)

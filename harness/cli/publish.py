@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.cli.registry import RegistryFile, registry_path
-from harness.errors import CheckFailed
+from agentrel.harness.cli.registry import RegistryFile, registry_path
+from agentrel.harness.errors import CheckFailed
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -27,7 +27,7 @@ def publish_command(
 ) -> None:
     """Validate the frozen matrix; eligible: scorecard.json/.md/.html, registered; else evidence_report.json
     and .md, no scorecard, exit 1 with the reason codes."""
-    from harness.publication.publish import publish
+    from agentrel.harness.publication.publish import publish
 
     outcome = publish(results, out_dir, registry=registry_path(registry), derived_from=derived_from)
     if outcome.report is not None:

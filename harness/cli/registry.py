@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.errors import ExitCode
+from agentrel.harness.cli.errors import ExitCode
 
 app = typer.Typer(
     help="The append-only registry of published scorecards: supersede, withdraw, list.", no_args_is_help=True
@@ -32,7 +32,7 @@ By = Annotated[str | None, typer.Option("--by", help="Who decides (default: the 
 
 
 def registry_path(given: Path | None) -> Path:
-    from harness.publication.registry import default_registry_path
+    from agentrel.harness.publication.registry import default_registry_path
 
     return given.absolute() if given is not None else default_registry_path()
 
@@ -48,7 +48,7 @@ def supersede(
     registry: RegistryFile = None,
 ) -> None:
     """Mark an active scorecard superseded: it is never compared again."""
-    from harness.publication.registry import supersede as append
+    from agentrel.harness.publication.registry import supersede as append
 
     path = registry_path(registry)
     entry = append(path, digest, reason, replacement, by)
@@ -58,7 +58,7 @@ def supersede(
 @app.command()
 def withdraw(digest: Digest, reason: Reason, by: By = None, registry: RegistryFile = None) -> None:
     """Withdraw a scorecard (active or superseded): it is never compared again."""
-    from harness.publication.registry import withdraw as append
+    from agentrel.harness.publication.registry import withdraw as append
 
     path = registry_path(registry)
     entry = append(path, digest, reason, by)
@@ -70,7 +70,7 @@ def list_command(registry: RegistryFile = None) -> None:
     """Every registered scorecard and its status, after checking the whole hash chain.
 
     Exits 1 when the last line is torn (an interrupted append), after listing what is whole."""
-    from harness.publication.registry import read_registry
+    from agentrel.harness.publication.registry import read_registry
 
     path = registry_path(registry)
     state = read_registry(path)
@@ -104,7 +104,7 @@ def list_command(registry: RegistryFile = None) -> None:
 @app.command()
 def repair(registry: RegistryFile = None) -> None:
     """Set a torn last line aside in a sidecar file (kept) and cut it from the registry."""
-    from harness.publication.registry import repair as cut
+    from agentrel.harness.publication.registry import repair as cut
 
     path = registry_path(registry)
     side = cut(path)

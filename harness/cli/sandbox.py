@@ -11,10 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.errors import ExitCode
-from harness.cli.options import Backend, Dsn, Image, Scale, Seed
-from harness.errors import EnvironmentFailure, UsageError, UserError
-from sandbox.seed import DEFAULT_SEED
+from agentrel.harness.cli.errors import ExitCode
+from agentrel.harness.cli.options import Backend, Dsn, Image, Scale, Seed
+from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
+from agentrel.sandbox.seed import DEFAULT_SEED
 
 app = typer.Typer(help="Start, inspect, reset and dump the Postgres sandbox.", no_args_is_help=True)
 image_app = typer.Typer(
@@ -27,7 +27,7 @@ out = Console()
 @contextmanager
 def sandbox_errors() -> Iterator[None]:
     """Turn sandbox failures into one clear line with the environment exit code."""
-    from sandbox.servers import SandboxError
+    from agentrel.sandbox.servers import SandboxError
 
     try:
         yield
@@ -38,7 +38,7 @@ def sandbox_errors() -> Iterator[None]:
 def _open(
     dsn: str | None, backend: str | None, seed: str = DEFAULT_SEED, scale: int = 1, image: str | None = None
 ):
-    from sandbox.sandbox import Sandbox
+    from agentrel.sandbox.sandbox import Sandbox
 
     return Sandbox.open(dsn, backend, seed=seed, scale=scale, image=image)
 
@@ -60,8 +60,8 @@ def status(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> Non
     """Show the backend, its location and version, the seed digest and the databases.
 
     Exits 3 when the server is not running (as `pg_ctl status` does), after printing the table."""
-    from sandbox.sandbox import Sandbox
-    from sandbox.servers import resolve_server
+    from agentrel.sandbox.sandbox import Sandbox
+    from agentrel.sandbox.servers import resolve_server
 
     with sandbox_errors():
         st = Sandbox(resolve_server(dsn, backend, image)).status()
@@ -85,7 +85,7 @@ def status(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> Non
 @app.command()
 def down(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
     """Stop the server (the local cluster or the docker container; never an external server)."""
-    from sandbox.servers import resolve_server
+    from agentrel.sandbox.servers import resolve_server
 
     with sandbox_errors():
         resolve_server(dsn, backend, image).stop()
@@ -95,7 +95,7 @@ def down(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
 @app.command()
 def destroy(backend: Backend = None) -> None:
     """Stop the local cluster and delete its files (data directory and RAM run space)."""
-    from sandbox.servers.local import LocalCluster
+    from agentrel.sandbox.servers.local import LocalCluster
 
     if (backend or "local") != "local":
         raise UsageError("destroy deletes the local cluster only; use `down` for the docker backend")
@@ -131,7 +131,7 @@ def dump(
     image: Image = None,
 ) -> None:
     """Write a full-state dump of DBNAME; print its digest."""
-    from sandbox.dump import dump_database
+    from agentrel.sandbox.dump import dump_database
 
     with sandbox_errors():
         sb = _open(dsn, backend, image=image)
@@ -156,7 +156,7 @@ def image_build(
 ) -> None:
     """Build the sandbox image offline: debootstrap of the host's release with its Postgres, loaded into
     the local Docker engine. Prints the image's content id (sha256:…), for --image / AGENTREL_DOCKER_IMAGE."""
-    from sandbox.image.build import build
+    from agentrel.sandbox.image.build import build
 
     err = Console(stderr=True)
     with sandbox_errors(), err.status("building the sandbox image (debootstrap: minutes the first time)"):

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
+from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
-    from dsl.state import TableInfo
+    from agentrel.dsl.state import TableInfo
 
 app = typer.Typer(help="Check damage specs (.dmg) against the sandbox schema.", no_args_is_help=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -35,7 +35,7 @@ SchemaDump = Annotated[
 @app.command("check")
 def check(files: Files, schema: SchemaDump = None) -> None:
     """Parse each spec and check it against the schema; print every problem, one per line."""
-    from dsl.api import DslError, check_spec, load_spec
+    from agentrel.dsl.api import DslError, check_spec, load_spec
 
     infos = _schema(schema)
     problems: list[str] = []
@@ -76,9 +76,9 @@ def label(
     stalled: Annotated[bool, typer.Option("--stalled", help="The run ran out of steps or time.")] = False,
 ) -> None:
     """Label one run from two dumps and print the verdict as JSON."""
-    from dsl.api import DslError, ParamError, RunFacts, load_spec
-    from dsl.api import label as label_run
-    from dsl.state import DumpFormatError, load
+    from agentrel.dsl.api import DslError, ParamError, RunFacts, load_spec
+    from agentrel.dsl.api import label as label_run
+    from agentrel.dsl.state import DumpFormatError, load
 
     overrides = parse_params(param or [])
     facts = RunFacts(final_message=_read_message(final_message), errored=errored, stalled=stalled)
@@ -115,14 +115,14 @@ def _read_message(path: Path | None) -> str | None:
 
 def _schema(dump: Path | None) -> dict[str, TableInfo]:
     if dump is not None:
-        from dsl.state import DumpFormatError, load
+        from agentrel.dsl.state import DumpFormatError, load
 
         try:
             return dict(load(dump).schema())
         except DumpFormatError as exc:
             raise UserError(str(exc)) from None
     try:
-        from sandbox.schema import table_infos
+        from agentrel.sandbox.schema import table_infos
     except ImportError as exc:
         raise EnvironmentFailure(
             f"the sandbox schema is not available ({exc}); pass --schema DUMP to check against a dump"

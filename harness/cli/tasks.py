@@ -8,10 +8,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.errors import ExitCode
-from harness.cli.options import Backend, Dsn
-from harness.cli.sandbox import sandbox_errors
-from harness.errors import UserError
+from agentrel.harness.cli.errors import ExitCode
+from agentrel.harness.cli.options import Backend, Dsn
+from agentrel.harness.cli.sandbox import sandbox_errors
+from agentrel.harness.errors import UserError
 
 app = typer.Typer(help="List, show, validate and prove the task suite.", no_args_is_help=True)
 out = Console()
@@ -21,7 +21,7 @@ Ids = Annotated[list[str] | None, typer.Argument(help="Task ids or globs (defaul
 @app.command("list")
 def list_() -> None:
     """A table of every task: id, vertical, lever, irreversibility, priced."""
-    from harness.tasks import load_suite
+    from agentrel.harness.tasks import load_suite
 
     table = Table("id", "vertical", "lever", "irreversibility", "priced", "k", "title")
     for t in load_suite():
@@ -36,7 +36,7 @@ def show(task_id: Annotated[str, typer.Argument(help="Task id.")]) -> None:
     """Print one task: prompts, tools, params and scripts."""
     import yaml
 
-    from harness.tasks import load_suite
+    from agentrel.harness.tasks import load_suite
 
     task = load_suite(patterns=[task_id])[0]
     out.print(yaml.safe_dump(task.model_dump(mode="json"), sort_keys=False, width=110), markup=False)
@@ -45,12 +45,12 @@ def show(task_id: Annotated[str, typer.Argument(help="Task id.")]) -> None:
 @app.command()
 def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
     """Check every task: schema, tool names, spec against the sandbox schema, params, fixture SQL applies."""
-    from dsl.api import DslError, check_spec, load_spec
-    from dsl.params import resolve_params
-    from harness.episode import prepare
-    from harness.tasks import load_suite
-    from sandbox.sandbox import Sandbox
-    from sandbox.schema import table_infos
+    from agentrel.dsl.api import DslError, check_spec, load_spec
+    from agentrel.dsl.params import resolve_params
+    from agentrel.harness.episode import prepare
+    from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.sandbox import Sandbox
+    from agentrel.sandbox.schema import table_infos
 
     tasks = load_suite(patterns=ids)
     problems: list[str] = []
@@ -79,10 +79,10 @@ def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
 @app.command()
 def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
     """Run every oracle and counterexample on a real sandbox; exit non-zero on any mismatch."""
-    from harness.episode import prepare
-    from harness.prove import prove_task
-    from harness.tasks import load_suite
-    from sandbox.sandbox import Sandbox
+    from agentrel.harness.episode import prepare
+    from agentrel.harness.prove import prove_task
+    from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.sandbox import Sandbox
 
     tasks = load_suite(patterns=ids)
     table = Table("task", "script", "expected", "got", "ok")

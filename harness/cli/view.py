@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.errors import EnvironmentFailure, UsageError
 
 
 def view_command(
@@ -20,11 +20,11 @@ def view_command(
 ) -> None:
     """Serve a local, read-only web view of an audit: headline, cells, runs with their row-level diffs."""
     try:
-        from harness.view.app import bind, create_app, serve
+        from agentrel.harness.view.app import bind, create_app, serve
     except ModuleNotFoundError as exc:
         # starlette and uvicorn come with the mcp extra, which `make setup` installs.
         raise EnvironmentFailure(f"agentrel view needs {exc.name}: pip install 'agentrel[view]'") from None
-    from harness.view.index import ResultsIndex
+    from agentrel.harness.view.index import ResultsIndex
 
     ResultsIndex(results).check()  # a wrong path ends here, in one line, before any server starts
 

@@ -26,14 +26,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dsl.api import DamageEvent, DslError, Spec, Verdict, check_spec, load_spec
-from dsl.params import resolve_params
-from harness.errors import UserError
-from harness.suite_paths import suite_root
-from harness.tasks import Step, Task
-from harness.yamlfile import load_model
-from sandbox.schema import table_infos
-from sandbox.tools import all_tools
+from agentrel.dsl.api import DamageEvent, DslError, Spec, Verdict, check_spec, load_spec
+from agentrel.dsl.params import resolve_params
+from agentrel.harness.errors import UserError
+from agentrel.harness.suite_paths import suite_root
+from agentrel.harness.tasks import Step, Task
+from agentrel.harness.yamlfile import load_model
+from agentrel.sandbox.schema import table_infos
+from agentrel.sandbox.tools import all_tools
 
 PayloadClass = Literal[
     "direct-override",

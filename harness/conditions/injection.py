@@ -16,9 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.conditions.model import Delivery
-from harness.pipeline import Event, Next, ToolCall
-from sandbox.tools import Tool, ToolResult
+from agentrel.harness.conditions.model import Delivery
+from agentrel.harness.pipeline import Event, Next, ToolCall
+from agentrel.sandbox.tools import Tool, ToolResult
 
 # Text fields a payload may be planted in, in order of preference: free text a person wrote.
 CARRIERS = ("description", "note", "body", "details", "comments", "short_description", "summary", "subject")

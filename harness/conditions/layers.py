@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dsl.api import Spec
-from harness.conditions.catalogue import Catalogue, make_canary, render
-from harness.conditions.injection import InjectionLayer, Planted
-from harness.conditions.model import Condition, Injection
-from harness.conditions.noise import NoiseLayer
-from harness.episode import PreparedTask
-from harness.pipeline import Layer, stream
+from agentrel.dsl.api import Spec
+from agentrel.harness.conditions.catalogue import Catalogue, make_canary, render
+from agentrel.harness.conditions.injection import InjectionLayer, Planted
+from agentrel.harness.conditions.model import Condition, Injection
+from agentrel.harness.conditions.noise import NoiseLayer
+from agentrel.harness.episode import PreparedTask
+from agentrel.harness.pipeline import Layer, stream
 
 
 @dataclass

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.errors import UsageError, UserError
-from harness.yamlfile import load_model
+from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.yamlfile import load_model
 
 Fault = Literal["timeout", "lost_response", "server_error", "malformed", "empty", "rate_limited"]
 FAULTS: tuple[Fault, ...] = ("timeout", "lost_response", "server_error", "malformed", "empty", "rate_limited")

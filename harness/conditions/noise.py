@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.conditions.model import Fault, Noise
-from harness.pipeline import Next, ToolCall
-from sandbox.tools import Tool, ToolResult
+from agentrel.harness.conditions.model import Fault, Noise
+from agentrel.harness.pipeline import Next, ToolCall
+from agentrel.sandbox.tools import Tool, ToolResult
 
 EXECUTED: frozenset[Fault] = frozenset({"lost_response", "malformed", "empty"})
 TIMEOUT = {"error": "timeout: the tool did not answer within 30 s; the request may or may not have run"}

@@ -12,9 +12,9 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from harness.matrix import RunPlan
-from harness.recipe import RunRecipe
-from harness.runner import Attempt, RunContext, execute
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.recipe import RunRecipe
+from agentrel.harness.runner import Attempt, RunContext, execute
 
 
 class Executor(Protocol):
@@ -66,14 +66,14 @@ def resolve_executor(
 ) -> ExecutorFactory:
     """The factory for `--executor NAME`; Ray's options on the local executor, an unknown name, or Ray
     not installed are one-line usage errors, raised before any sandbox is opened."""
-    from harness.errors import UsageError
+    from agentrel.harness.errors import UsageError
 
     if name == "local":
         if ray_address is not None or workers is not None:
             raise UsageError("--ray-address and --workers apply to --executor ray only")
         return local_executor
     if name == "ray":
-        from harness.executors.ray import import_ray, on_loopback, ray_executor
+        from agentrel.harness.executors.ray import import_ray, on_loopback, ray_executor
 
         import_ray(local=on_loopback(ray_address))
         return ray_executor(address=ray_address, workers=workers)

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import EnvironmentFailure, UsageError
-from harness.executors import Executor, ExecutorFactory
-from harness.executors.slot import SlotActor, SlotFacts, SlotSpec
-from harness.executors.transfer import TransferError, lost_attempt, unship
-from harness.matrix import RunPlan
-from harness.recipe import RunRecipe
-from harness.runner import Attempt, RunContext
+from agentrel.harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.executors import Executor, ExecutorFactory
+from agentrel.harness.executors.slot import SlotActor, SlotFacts, SlotSpec
+from agentrel.harness.executors.transfer import TransferError, lost_attempt, unship
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.recipe import RunRecipe
+from agentrel.harness.runner import Attempt, RunContext
 
 INSTALL_HINT = "pip install 'agentrel[ray]'"
 LOOPBACK = "127.0.0.1"
@@ -149,7 +149,7 @@ class RayExecutor:
             raise
 
     async def _open(self, slot: _Slot) -> None:
-        from sandbox.servers.local import default_home
+        from agentrel.sandbox.servers.local import default_home
 
         slot.incarnation += 1
         home = (self.home or default_home() / "ray") / f"slot-{slot.index}"

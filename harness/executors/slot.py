@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.errors import EnvironmentFailure
-from harness.executors.transfer import Shipped, ship
-from harness.matrix import RunPlan
-from harness.recipe import RunRecipe
-from harness.runner import RunContext
+from agentrel.harness.errors import EnvironmentFailure
+from agentrel.harness.executors.transfer import Shipped, ship
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.recipe import RunRecipe
+from agentrel.harness.runner import RunContext
 
 CLOSE_TIMEOUT_S = 60.0
 
@@ -77,7 +77,7 @@ class SlotActor:
     async def open(self) -> SlotFacts:
         import ray
 
-        from harness.recipe import build_context
+        from agentrel.harness.recipe import build_context
 
         t0 = time.perf_counter()
         if self.spec.setup is not None:
@@ -108,7 +108,7 @@ class SlotActor:
         )
 
     async def attempt(self, plan: RunPlan, attempt: int) -> Shipped:
-        from harness.runner import execute
+        from agentrel.harness.runner import execute
 
         assert self.ctx is not None, "open() first"
         task = asyncio.current_task()
@@ -130,9 +130,9 @@ class SlotActor:
 
 
 def slot_sandbox(home: Path, seed: str, scale: int) -> Any:
-    from sandbox.sandbox import Sandbox
-    from sandbox.servers import resolve_server
-    from sandbox.servers.local import LocalCluster
+    from agentrel.sandbox.sandbox import Sandbox
+    from agentrel.sandbox.servers import resolve_server
+    from agentrel.sandbox.servers.local import LocalCluster
 
     external = os.environ.get("AGENTREL_DSN") or os.environ.get("AGENTREL_BACKEND", "local") != "local"
     server = resolve_server() if external else LocalCluster(home)

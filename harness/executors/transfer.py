@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dsl.state import Key, Row, State, TableState
-from harness.matrix import RunPlan
-from harness.records import RunError, RunRecord
-from harness.runner import Attempt, RunContext, record_head
-from harness.status import run_status
+from agentrel.dsl.state import Key, Row, State, TableState
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.records import RunError, RunRecord
+from agentrel.harness.runner import Attempt, RunContext, record_head
+from agentrel.harness.status import run_status
 
 Delta = dict[str, tuple[dict[Key, Row], list[Key]]]  # table -> (rows inserted or changed, keys deleted)
 

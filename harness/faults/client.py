@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.conditions.noise import TIMEOUT
-from harness.faults import wire
-from harness.pipeline import ToolCall
-from sandbox.tools import ToolResult
+from agentrel.harness.conditions.noise import TIMEOUT
+from agentrel.harness.faults import wire
+from agentrel.harness.pipeline import ToolCall
+from agentrel.sandbox.tools import ToolResult
 
 # What the agent sees when the connection dies under its call: like a timeout, the outcome is unknown.
 LOST = {

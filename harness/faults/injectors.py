@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.faults.client import TransportEvent, post, probe
-from harness.faults.receipts import (
+from agentrel.harness.faults.client import TransportEvent, post, probe
+from agentrel.harness.faults.receipts import (
     Actuation,
     ActuatorReceipt,
     FaultKind,
@@ -42,9 +42,9 @@ from harness.faults.receipts import (
     WitnessReceipt,
     verdict,
 )
-from harness.faults.rig import FaultRig
-from harness.pipeline import Next, ToolCall
-from sandbox.tools import ToolResult
+from agentrel.harness.faults.rig import FaultRig
+from agentrel.harness.pipeline import Next, ToolCall
+from agentrel.sandbox.tools import ToolResult
 
 HOLD_S = 8.0  # how long a kill's target call keeps its transaction open; the kill lands well before
 PROBE_S = 0.5  # a probe expected to get through answers in milliseconds on loopback

@@ -11,11 +11,9 @@ import sys
 import threading
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 
-from harness.faults.server import CONNINFO_ENV
+from agentrel.harness.faults.server import CONNINFO_ENV
 
-_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding `harness/`, for the child's imports
 BOOT_TIMEOUT_S = 60.0  # a loaded 2-core machine takes ~1.5 s to import the tools; 60 s means it is stuck
 
 
@@ -155,8 +153,15 @@ class WarmPool:
 def _spawn() -> subprocess.Popen[bytes]:
     # No conninfo in the environment: a spare learns its run only from its binding.
     env = {k: v for k, v in os.environ.items() if k != CONNINFO_ENV}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-m", "harness.faults.server", "--bind-from-stdin", "--parent-pipe"]
+    # -P: the working directory never goes on the child's path, so a user's `harness.py` cannot shadow ours.
+    argv = [
+        sys.executable,
+        "-P",
+        "-m",
+        "agentrel.harness.faults.server",
+        "--bind-from-stdin",
+        "--parent-pipe",
+    ]
     # stdin is a pipe only this process writes to: it closes when we exit, however we exit.
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env)
 

@@ -19,7 +19,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
-from harness.faults import wire
+from agentrel.harness.faults import wire
 
 
 @dataclass

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import psycopg
 
-from harness.episode import PreparedTask
-from harness.faults.client import RemoteTools
-from harness.faults.process import ServerProcess, ServerSpec
-from harness.faults.proxy import FaultProxy
-from harness.faults.server import APP_PREFIX
-from sandbox import tracking
-from sandbox.sandbox import Sandbox
+from agentrel.harness.episode import PreparedTask
+from agentrel.harness.faults.client import RemoteTools
+from agentrel.harness.faults.process import ServerProcess, ServerSpec
+from agentrel.harness.faults.proxy import FaultProxy
+from agentrel.harness.faults.server import APP_PREFIX
+from agentrel.sandbox import tracking
+from agentrel.sandbox.sandbox import Sandbox
 
 
 @dataclass

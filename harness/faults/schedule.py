@@ -27,11 +27,11 @@ from typing import Any, Literal
 import rfc8785
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.errors import UserError
-from harness.faults.receipts import FaultKind
-from harness.pipeline import ToolCall
-from harness.yamlfile import load_model
-from sandbox.tools.base import Tool
+from agentrel.harness.errors import UserError
+from agentrel.harness.faults.receipts import FaultKind
+from agentrel.harness.pipeline import ToolCall
+from agentrel.harness.yamlfile import load_model
+from agentrel.sandbox.tools.base import Tool
 
 # first_irreversible_call / first_write_call: as that call is made (before it reaches the tools);
 # after_first_committed_write: on the call after a write tool answered ok (committed); call: the n-th call.

@@ -19,16 +19,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsl.api import RunFacts, Verdict
-from harness.agents.base import Episode
-from harness.agents.scripted import React, naive_retry, reconcile, replay
-from harness.episode import PreparedTask
-from harness.faults.injectors import FaultLayer, Injected, Injector, tamper
-from harness.faults.receipts import FAULT_KINDS, FaultKind, ReceiptLog, verdict
-from harness.faults.schedule import Trigger, TriggerState
-from harness.session import RunSession
-from harness.tasks import Script
-from sandbox.sandbox import Sandbox
+from agentrel.dsl.api import RunFacts, Verdict
+from agentrel.harness.agents.base import Episode
+from agentrel.harness.agents.scripted import React, naive_retry, reconcile, replay
+from agentrel.harness.episode import PreparedTask
+from agentrel.harness.faults.injectors import FaultLayer, Injected, Injector, tamper
+from agentrel.harness.faults.receipts import FAULT_KINDS, FaultKind, ReceiptLog, verdict
+from agentrel.harness.faults.schedule import Trigger, TriggerState
+from agentrel.harness.session import RunSession
+from agentrel.harness.tasks import Script
+from agentrel.sandbox.sandbox import Sandbox
 
 TASK = "csm-double-charge"
 # The client's transport timeout: answers take milliseconds on loopback and well under a second on a
@@ -142,7 +142,7 @@ async def run_selftest(sb: Sandbox, prepared: PreparedTask, receipts: Path) -> l
 
 async def parity(sb: Sandbox, prepared: PreparedTask, log: ReceiptLog) -> Case:
     """Same oracle, both paths: the tool semantics must not depend on the process boundary."""
-    from harness.prove import scripted_run
+    from agentrel.harness.prove import scripted_run
 
     t0 = time.perf_counter()
     remote = await fault_run(sb, prepared, None, log, None)

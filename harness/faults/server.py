@@ -38,9 +38,9 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from harness.faults import wire
-from sandbox.tools import ToolBox, ToolResult, all_tools
-from sandbox.tools.base import Tool, ToolContext
+from agentrel.harness.faults import wire
+from agentrel.sandbox.tools import ToolBox, ToolResult, all_tools
+from agentrel.sandbox.tools.base import Tool, ToolContext
 
 CONNINFO_ENV = "AGENTREL_FAULTS_CONNINFO"
 MAX_HOLD_S = 10.0

@@ -9,7 +9,7 @@ every metric counts beside its rates, never Inspect's unscored NaN.
 Inspect finds the tasks through the `inspect_ai` entry point (`harness.inspect_tasks.registry`).
 """
 
-from harness.inspect_tasks.score import INVALID, state_diff_verdict
-from harness.inspect_tasks.tasks import NAMESPACE, agentrel_task
+from agentrel.harness.inspect_tasks.score import INVALID, state_diff_verdict
+from agentrel.harness.inspect_tasks.tasks import NAMESPACE, agentrel_task
 
 __all__ = ["INVALID", "NAMESPACE", "agentrel_task", "state_diff_verdict"]

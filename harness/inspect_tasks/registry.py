@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from inspect_ai import Task, task
 
-from harness.inspect_tasks.tasks import NAMESPACE, agentrel_task
-from harness.tasks import load_suite
+from agentrel.harness.inspect_tasks.tasks import NAMESPACE, agentrel_task
+from agentrel.harness.tasks import load_suite
 
 
 def task_function(task_id: str) -> Callable[..., Task]:

@@ -44,8 +44,9 @@ def _stops() -> tuple[type[BaseException], ...]:
 def face_command(task_id: str, condition: str, run_index: int, verdict: Path, final: Path) -> list[str]:
     """The face's argv (after the interpreter): this interpreter, so the same AgentRel."""
     return [
+        "-P",  # the working directory never goes on the face's path: a user's `harness/` cannot shadow ours
         "-m",
-        "harness.cli",
+        "agentrel.harness.cli",
         "mcp",
         "serve",
         "--task",

@@ -7,13 +7,13 @@ from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
-from harness.agents.base import DEFAULT_MAX_STEPS
-from harness.conditions.model import resolve_condition
-from harness.errors import UsageError
-from harness.inspect_tasks.run import mcp_run
-from harness.inspect_tasks.score import state_diff_verdict
-from harness.tasks import Task as SuiteTask
-from harness.tasks import load_suite
+from agentrel.harness.agents.base import DEFAULT_MAX_STEPS
+from agentrel.harness.conditions.model import resolve_condition
+from agentrel.harness.errors import UsageError
+from agentrel.harness.inspect_tasks.run import mcp_run
+from agentrel.harness.inspect_tasks.score import state_diff_verdict
+from agentrel.harness.tasks import Task as SuiteTask
+from agentrel.harness.tasks import load_suite
 
 NAMESPACE = "agentrel"
 # AgentRel's step budget in Inspect's terms: the two prompts, then a model turn and its tool result per step.

@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from harness.publication.canonical import parse_canonical, part_bytes, sha256_hex
-from harness.publication.evidence import Evidence
-from harness.records import ResultsDir
+from agentrel.harness.publication.canonical import parse_canonical, part_bytes, sha256_hex
+from agentrel.harness.publication.evidence import Evidence
+from agentrel.harness.records import ResultsDir
 
 __all__ = ["artifact_problems"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.durable import read_model, write_durably
-from harness.errors import EnvironmentFailure, UsageError
-from harness.publication.canonical import canonical_bytes
-from harness.publication.identity import ProtocolIdentity, diff_identity
+from agentrel.harness.durable import read_model, write_durably
+from agentrel.harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.publication.canonical import canonical_bytes
+from agentrel.harness.publication.identity import ProtocolIdentity, diff_identity
 
 __all__ = ["PROTOCOL_FILE", "bind_protocol", "load_binding"]
 

@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.faults.receipts import FaultKind
-from harness.faults.schedule import fault_condition
-from harness.records import run_id
+from agentrel.harness.faults.receipts import FaultKind
+from agentrel.harness.faults.schedule import fault_condition
+from agentrel.harness.records import run_id
 
 __all__ = [
     "NO_FAULT",

@@ -25,10 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.durable import write_durably
-from harness.errors import Refused, UserError
-from harness.matrix import run_seed
-from harness.publication.compare_stats import (
+from agentrel.harness.durable import write_durably
+from agentrel.harness.errors import Refused, UserError
+from agentrel.harness.matrix import run_seed
+from agentrel.harness.publication.compare_stats import (
     CellTest,
     PairedRun,
     RateDifference,
@@ -36,18 +36,18 @@ from harness.publication.compare_stats import (
     pair_runs,
     rate_differences,
 )
-from harness.publication.conformance import (
+from agentrel.harness.publication.conformance import (
     ENVIRONMENT_FILE,
     EnvironmentConformanceProof,
     conform,
     failing_summary,
 )
-from harness.publication.environment import ExecutionEnvironment, environment_hash
-from harness.publication.evidence_report import IncompleteEvidenceReport
-from harness.publication.identity import ProtocolParts
-from harness.publication.policy import Policy, load_policy, policy_hash
-from harness.publication.registry import RegistryState, read_registry
-from harness.publication.scorecard import PublishableScorecard
+from agentrel.harness.publication.environment import ExecutionEnvironment, environment_hash
+from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
+from agentrel.harness.publication.identity import ProtocolParts
+from agentrel.harness.publication.policy import Policy, load_policy, policy_hash
+from agentrel.harness.publication.registry import RegistryState, read_registry
+from agentrel.harness.publication.scorecard import PublishableScorecard
 
 __all__ = [
     "COMPARISON_FILES",
@@ -119,7 +119,7 @@ def load_scorecard(path: Path) -> ScorecardView:
     try:
         card = PublishableScorecard.model_validate(obj)
     except ValidationError as exc:
-        from harness.yamlfile import field_problem
+        from agentrel.harness.yamlfile import field_problem
 
         raise Refused(f"{where}: not a publishable scorecard ({field_problem(exc)})") from None
     if not card.proof.eligible or card.proof_hash != card.proof.digest:  # the model checks; so do we

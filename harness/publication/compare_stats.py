@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
-from analysis.bootstrap import cluster_bootstrap
+from agentrel.analysis.bootstrap import cluster_bootstrap
 
 __all__ = [
     "AXES",

@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.durable import read_model, write_durably
-from harness.errors import EnvironmentFailure, UsageError
-from harness.publication.canonical import canonical_bytes
-from harness.publication.environment import (
+from agentrel.harness.durable import read_model, write_durably
+from agentrel.harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.publication.canonical import canonical_bytes
+from agentrel.harness.publication.environment import (
     CLASSIFIERS,
     DEFAULT_POLICY,
     EnvironmentPolicy,

@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from harness.publication.canonical import canonical_bytes, canonical_hash
-from harness.publication.evidence import Evidence, evidence_from_records
-from harness.publication.freeze import Freeze
-from harness.publication.identity import ProtocolParts, identity_of
-from harness.publication.matrix_check import MatrixCheck, check_matrix
-from harness.publication.policy import Policy
+from agentrel.harness.publication.canonical import canonical_bytes, canonical_hash
+from agentrel.harness.publication.evidence import Evidence, evidence_from_records
+from agentrel.harness.publication.freeze import Freeze
+from agentrel.harness.publication.identity import ProtocolParts, identity_of
+from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
+from agentrel.harness.publication.policy import Policy
 
 __all__ = ["EligibilityProof", "StratumCoverage", "proof_of", "validate"]
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.publication.canonical import canonical_hash
+from agentrel.harness.publication.canonical import canonical_hash
 
 if TYPE_CHECKING:
-    from sandbox.sandbox import Sandbox
+    from agentrel.sandbox.sandbox import Sandbox
 
 __all__ = [
     "DEFAULT_POLICY",

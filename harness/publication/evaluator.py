@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.errors import EnvironmentFailure
-from harness.publication.canonical import canonical_hash
+from agentrel.harness.errors import EnvironmentFailure
+from agentrel.harness.publication.canonical import canonical_hash
 
 __all__ = [
     "EVALUATOR_SOURCES",
@@ -71,7 +71,7 @@ class EvaluatorManifest(BaseModel):
 
 
 def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
+    spec = importlib.util.find_spec(f"agentrel.{name}")
     if spec is None or not spec.submodule_search_locations:
         raise EnvironmentFailure(f"cannot locate the {name} package to hash the evaluator's sources")
     return Path(next(iter(spec.submodule_search_locations)))

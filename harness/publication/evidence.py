@@ -28,11 +28,11 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from analysis.records import RECORD_ERROR, VALID, Verdict, effective_status
-from harness.errors import UserError
-from harness.faults.receipts import ActuatorReceipt, WitnessReceipt, verdict
-from harness.gc_paused import collector_paused
-from harness.publication.canonical import CanonicalError, parse_canonical, part_bytes
+from agentrel.analysis.records import RECORD_ERROR, VALID, Verdict, effective_status
+from agentrel.harness.errors import UserError
+from agentrel.harness.faults.receipts import ActuatorReceipt, WitnessReceipt, verdict
+from agentrel.harness.gc_paused import collector_paused
+from agentrel.harness.publication.canonical import CanonicalError, parse_canonical, part_bytes
 
 __all__ = ["Evidence", "RecordFacts", "evidence_from_records", "facts_of", "merkle_root", "read_evidence"]
 

@@ -14,12 +14,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from harness.publication.cells import Cell, cell_id
-from harness.publication.eligibility import EligibilityProof, StratumCoverage
-from harness.publication.evidence import RecordFacts
-from harness.publication.identity import IDENTITY, ProtocolParts
-from harness.publication.matrix_check import MatrixCheck
-from harness.publication.reasons import meaning
+from agentrel.harness.publication.cells import Cell, cell_id
+from agentrel.harness.publication.eligibility import EligibilityProof, StratumCoverage
+from agentrel.harness.publication.evidence import RecordFacts
+from agentrel.harness.publication.identity import IDENTITY, ProtocolParts
+from agentrel.harness.publication.matrix_check import MatrixCheck
+from agentrel.harness.publication.reasons import meaning
 
 __all__ = ["ArtifactRefs", "IncompleteEvidenceReport"]
 

@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.durable import read_model, write_durably
-from harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
-from harness.publication.canonical import canonical_bytes, canonical_hash
-from harness.publication.identity import ProtocolIdentity, identity_of
-from harness.publication.policy import Policy
-from harness.records import STAMP
+from agentrel.harness.durable import read_model, write_durably
+from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
+from agentrel.harness.publication.canonical import canonical_bytes, canonical_hash
+from agentrel.harness.publication.identity import ProtocolIdentity, identity_of
+from agentrel.harness.publication.policy import Policy
+from agentrel.harness.records import STAMP
 
 __all__ = [
     "FREEZE_FILE",

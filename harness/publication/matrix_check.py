@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.records import NOT_EXPOSED, VALID
-from harness.matrix import run_seed
-from harness.publication.cells import NO_FAULT, Cell, CellInfo, cell_id, registered_cells
-from harness.publication.evidence import Evidence, RecordFacts
-from harness.publication.freeze import Freeze, freeze_digest
-from harness.publication.identity import PARTS, ProtocolIdentity
-from harness.publication.policy import Policy
-from harness.records import run_id
+from agentrel.analysis.records import NOT_EXPOSED, VALID
+from agentrel.harness.matrix import run_seed
+from agentrel.harness.publication.cells import NO_FAULT, Cell, CellInfo, cell_id, registered_cells
+from agentrel.harness.publication.evidence import Evidence, RecordFacts
+from agentrel.harness.publication.freeze import Freeze, freeze_digest
+from agentrel.harness.publication.identity import PARTS, ProtocolIdentity
+from agentrel.harness.publication.policy import Policy
+from agentrel.harness.records import run_id
 
 __all__ = ["MatrixCheck", "StratumCounts", "check_matrix", "decide"]
 

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.durable import read_model
-from harness.publication.canonical import canonical_hash
-from harness.publication.environment import DEFAULT_POLICY, EnvironmentPolicy
+from agentrel.harness.durable import read_model
+from agentrel.harness.publication.canonical import canonical_hash
+from agentrel.harness.publication.environment import DEFAULT_POLICY, EnvironmentPolicy
 
 __all__ = ["POLICY_FILE", "Policy", "load_policy", "policy_hash"]
 

@@ -20,23 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.faults import FaultReport
-from harness.durable import write_durably
-from harness.errors import CheckFailed, EnvironmentFailure, UserError
-from harness.publication.artifacts import artifact_problems
-from harness.publication.canonical import model_bytes
-from harness.publication.conformance import ENVIRONMENT_FILE, read_execution_environment
-from harness.publication.eligibility import EligibilityProof, proof_of
-from harness.publication.environment import ExecutionEnvironment, environment_hash
-from harness.publication.evidence import Evidence, read_evidence
-from harness.publication.evidence_report import IncompleteEvidenceReport, artifact_refs
-from harness.publication.freeze import load_freeze, read_manifest
-from harness.publication.identity import identity_of
-from harness.publication.matrix_check import MatrixCheck, check_matrix
-from harness.publication.policy import Policy, load_policy
-from harness.publication.registry import default_registry_path, register
-from harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
-from harness.publication.scorecard import AxisValue, PublishableScorecard
+from agentrel.analysis.faults import FaultReport
+from agentrel.harness.durable import write_durably
+from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UserError
+from agentrel.harness.publication.artifacts import artifact_problems
+from agentrel.harness.publication.canonical import model_bytes
+from agentrel.harness.publication.conformance import ENVIRONMENT_FILE, read_execution_environment
+from agentrel.harness.publication.eligibility import EligibilityProof, proof_of
+from agentrel.harness.publication.environment import ExecutionEnvironment, environment_hash
+from agentrel.harness.publication.evidence import Evidence, read_evidence
+from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport, artifact_refs
+from agentrel.harness.publication.freeze import load_freeze, read_manifest
+from agentrel.harness.publication.identity import identity_of
+from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
+from agentrel.harness.publication.policy import Policy, load_policy
+from agentrel.harness.publication.registry import default_registry_path, register
+from agentrel.harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
+from agentrel.harness.publication.scorecard import AxisValue, PublishableScorecard
 
 __all__ = [
     "PublishOutcome",
@@ -191,9 +191,9 @@ def _analysis(
     results: Path, policy: Policy, proof: EligibilityProof
 ) -> tuple[list[AxisValue], str | None, FaultReport | None]:
     """The six operational axes and the fault scores by analysis itself, over the runs the proof admitted."""
-    from analysis.axes_table import operational_axes
-    from analysis.load_results import load_results
-    from analysis.normalized import InputError
+    from agentrel.analysis.axes_table import operational_axes
+    from agentrel.analysis.load_results import load_results
+    from agentrel.analysis.normalized import InputError
 
     try:
         # Every record's protocol binding was checked by the validator (the root or the manifest's own

@@ -28,9 +28,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.durable import sync_folder
-from harness.errors import EnvironmentFailure, IntegrityFailure, Refused, UsageError
-from harness.publication.canonical import canonical_bytes, sha256_hex
+from agentrel.harness.durable import sync_folder
+from agentrel.harness.errors import EnvironmentFailure, IntegrityFailure, Refused, UsageError
+from agentrel.harness.publication.canonical import canonical_bytes, sha256_hex
 
 __all__ = [
     "GENESIS",
@@ -56,7 +56,7 @@ Status = Literal["active", "superseded", "withdrawn"]
 
 
 def default_registry_path() -> Path:
-    from sandbox.servers.local import default_home
+    from agentrel.sandbox.servers.local import default_home
 
     given = os.environ.get("AGENTREL_REGISTRY")
     return Path(given).absolute() if given else default_home() / REGISTRY_FILE
@@ -173,7 +173,7 @@ def parse_registry(path: Path, data: bytes) -> RegistryState:
         try:
             entry = RegistryEntry.model_validate_json(line)
         except ValidationError as exc:
-            from harness.yamlfile import field_problem
+            from agentrel.harness.yamlfile import field_problem
 
             raise IntegrityFailure(f"{path}:{lineno}: not a registry entry ({field_problem(exc)})") from None
         where = f"{path}:{lineno}"

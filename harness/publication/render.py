@@ -6,12 +6,12 @@ an evidence report are cut in the Markdown (the JSON beside it has every entry, 
 
 from __future__ import annotations
 
-from analysis.doc import Document, Image, Section, Table, fmt, fmt_ci
-from analysis.faults import Rate
-from analysis.render import to_html, to_markdown
-from harness.publication.evidence_report import IncompleteEvidenceReport, RunRef
-from harness.publication.identity import ProtocolParts
-from harness.publication.scorecard import Proportion, PublishableScorecard
+from agentrel.analysis.doc import Document, Image, Section, Table, fmt, fmt_ci
+from agentrel.analysis.faults import Rate
+from agentrel.analysis.render import to_html, to_markdown
+from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport, RunRef
+from agentrel.harness.publication.identity import ProtocolParts
+from agentrel.harness.publication.scorecard import Proportion, PublishableScorecard
 
 __all__ = ["report_markdown", "scorecard_html", "scorecard_markdown"]
 

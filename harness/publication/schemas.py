@@ -12,11 +12,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from harness.publication.eligibility import EligibilityProof
-from harness.publication.evidence_report import IncompleteEvidenceReport
-from harness.publication.freeze import Freeze
-from harness.publication.policy import Policy
-from harness.publication.scorecard import PublishableScorecard
+from agentrel.harness.publication.eligibility import EligibilityProof
+from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
+from agentrel.harness.publication.freeze import Freeze
+from agentrel.harness.publication.policy import Policy
+from agentrel.harness.publication.scorecard import PublishableScorecard
 
 __all__ = ["SCHEMAS", "SCHEMA_DIR", "generated", "write"]
 

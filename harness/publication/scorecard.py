@@ -24,16 +24,16 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from analysis.faults import FaultReport
-from analysis.intervals import clopper_pearson
-from harness.publication.canonical import canonical_hash, model_bytes, sha256_hex
-from harness.publication.cells import NO_FAULT, fault_kinds
-from harness.publication.eligibility import EligibilityProof
-from harness.publication.environment import ExecutionEnvironment, environment_hash
-from harness.publication.evidence import Evidence, RecordFacts
-from harness.publication.identity import IDENTITY, ProtocolParts, identity_of
-from harness.publication.matrix_check import decide
-from harness.publication.policy import Policy
+from agentrel.analysis.faults import FaultReport
+from agentrel.analysis.intervals import clopper_pearson
+from agentrel.harness.publication.canonical import canonical_hash, model_bytes, sha256_hex
+from agentrel.harness.publication.cells import NO_FAULT, fault_kinds
+from agentrel.harness.publication.eligibility import EligibilityProof
+from agentrel.harness.publication.environment import ExecutionEnvironment, environment_hash
+from agentrel.harness.publication.evidence import Evidence, RecordFacts
+from agentrel.harness.publication.identity import IDENTITY, ProtocolParts, identity_of
+from agentrel.harness.publication.matrix_check import decide
+from agentrel.harness.publication.policy import Policy
 
 __all__ = ["AxisValue", "PairedOutcome", "Proportion", "PublishableScorecard", "RunKey", "Subject"]
 

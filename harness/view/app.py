@@ -21,12 +21,12 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from harness.errors import UserError
-from harness.view.evidence import EvidenceStore
-from harness.view.html import cells_page, headline_page, message_page
-from harness.view.index import ResultsIndex, Snapshot
-from harness.view.pages import OUTCOMES, Cell, CellQuery, cell_runs, cells, filter_cells, headline
-from harness.view.run_html import run_page
+from agentrel.harness.errors import UserError
+from agentrel.harness.view.evidence import EvidenceStore
+from agentrel.harness.view.html import cells_page, headline_page, message_page
+from agentrel.harness.view.index import ResultsIndex, Snapshot
+from agentrel.harness.view.pages import OUTCOMES, Cell, CellQuery, cell_runs, cells, filter_cells, headline
+from agentrel.harness.view.run_html import run_page
 
 HOST = "127.0.0.1"  # never another interface: the view shows agents' transcripts and customers' rows
 STATIC = Path(__file__).parent / "static"

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsl.api import DslError, Spec, load_spec
-from dsl.state import State, load, load_delta
-from harness.errors import UserError
-from harness.records import ResultsDir, RunRecord
-from harness.tasks import Task, load_suite
-from harness.view.relabel import Relabel, disagreements, relabel, with_recorded
+from agentrel.dsl.api import DslError, Spec, load_spec
+from agentrel.dsl.state import State, load, load_delta
+from agentrel.harness.errors import UserError
+from agentrel.harness.records import ResultsDir, RunRecord
+from agentrel.harness.tasks import Task, load_suite
+from agentrel.harness.view.relabel import Relabel, disagreements, relabel, with_recorded
 
 
 @dataclass

@@ -10,8 +10,8 @@ from decimal import Decimal
 from html import escape
 from urllib.parse import quote, urlencode
 
-from harness.view.index import Attempt
-from harness.view.pages import OUTCOMES, AgentRow, Cell, CellQuery, Headline, Rate, outcome_of
+from agentrel.harness.view.index import Attempt
+from agentrel.harness.view.pages import OUTCOMES, AgentRow, Cell, CellQuery, Headline, Rate, outcome_of
 
 
 def e(value: object) -> str:

@@ -22,9 +22,9 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from analysis.records import VALID, effective_status
-from harness.errors import UserError
-from harness.gc_paused import collector_paused
+from agentrel.analysis.records import VALID, effective_status
+from agentrel.harness.errors import UserError
+from agentrel.harness.gc_paused import collector_paused
 
 # Read a megabyte at a time: one read of a 150 MB file costs more in page faults than the copy.
 CHUNK = 1 << 20

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from analysis.intervals import clopper_pearson
-from analysis.required_k import required_k
-from harness.view.index import VALID, Attempt, Snapshot, as_attempt
+from agentrel.analysis.intervals import clopper_pearson
+from agentrel.analysis.required_k import required_k
+from agentrel.harness.view.index import VALID, Attempt, Snapshot, as_attempt
 
 SEVERITY_ORDER = {"low": 1, "medium": 2, "high": 3, "critical": 4}
 SEVERITY_NAMES = {v: k for k, v in SEVERITY_ORDER.items()}

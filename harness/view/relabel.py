@@ -13,13 +13,13 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Literal
 
-from dsl import ast
-from dsl.aggregate import aggregate_events
-from dsl.diff import diff_tables, sort_by_key
-from dsl.label import compile_plan
-from dsl.params import resolve_params
-from dsl.state import State, Value
-from dsl.verdict import DamageEvent
+from agentrel.dsl import ast
+from agentrel.dsl.aggregate import aggregate_events
+from agentrel.dsl.diff import diff_tables, sort_by_key
+from agentrel.dsl.label import compile_plan
+from agentrel.dsl.params import resolve_params
+from agentrel.dsl.state import State, Value
+from agentrel.dsl.verdict import DamageEvent
 
 RuleKind = Literal["allow", "damage", "fallback"]
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dsl.state import Value
-from harness.records import RunRecord
-from harness.view.evidence import RunEvidence
-from harness.view.html import cells_href, e, layout, usd
-from harness.view.index import Attempt
-from harness.view.pages import outcome_of
-from harness.view.relabel import LabelledChange
+from agentrel.dsl.state import Value
+from agentrel.harness.records import RunRecord
+from agentrel.harness.view.evidence import RunEvidence
+from agentrel.harness.view.html import cells_href, e, layout, usd
+from agentrel.harness.view.index import Attempt
+from agentrel.harness.view.pages import outcome_of
+from agentrel.harness.view.relabel import LabelledChange
 
 CHANGES_PER_PAGE = 200
 LONG_RESULT = 2000  # characters of a tool result shown before it folds away

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox.image import archive, rootfs, sources
-from sandbox.servers.base import SandboxError
-from sandbox.servers.docker import LABEL, START_SCRIPT, USER_LABEL, client
-from sandbox.servers.local import default_home, find_bindir
+from agentrel.sandbox.image import archive, rootfs, sources
+from agentrel.sandbox.servers.base import SandboxError
+from agentrel.sandbox.servers.docker import LABEL, START_SCRIPT, USER_LABEL, client
+from agentrel.sandbox.servers.local import default_home, find_bindir
 
 # Bump when the layout of the image changes: a cached image of an older recipe is then rebuilt.
 RECIPE = "1"

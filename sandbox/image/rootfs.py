@@ -13,8 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from sandbox.image.sources import Origin
-from sandbox.servers.base import SandboxError
+from agentrel.sandbox.image.sources import Origin
+from agentrel.sandbox.servers.base import SandboxError
 
 # Paths relative to the root, globbed; a directory matched is removed with its contents.
 REMOVE = (

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
-from sandbox.servers.base import SandboxError
+from agentrel.sandbox.servers.base import SandboxError
 
 APT_DIR = Path("/etc/apt")
 LISTS_DIR = Path("/var/lib/apt/lists")

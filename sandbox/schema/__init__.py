@@ -9,9 +9,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from dsl.state import TableInfo
-from sandbox.schema import csm, itsm  # noqa: F401  (importing registers the tables)
-from sandbox.schema.base import metadata
+from agentrel.dsl.state import TableInfo
+from agentrel.sandbox.schema import csm, itsm  # noqa: F401  (importing registers the tables)
+from agentrel.sandbox.schema.base import metadata
 
 __all__ = ["ddl", "metadata", "schema_digest", "sorted_tables", "table_infos"]
 

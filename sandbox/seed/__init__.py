@@ -9,12 +9,12 @@ fixed order (people, ITSM, CSM) from one random stream: reordering them changes 
 
 from __future__ import annotations
 
-from dsl.state import State
-from sandbox.schema import table_infos
-from sandbox.seed.core import DEFAULT_SEED, GENERATOR_VERSION, NOW, SERVICE_ACCOUNT, Generator
-from sandbox.seed.csm import csm
-from sandbox.seed.itsm import itsm
-from sandbox.seed.people import people
+from agentrel.dsl.state import State
+from agentrel.sandbox.schema import table_infos
+from agentrel.sandbox.seed.core import DEFAULT_SEED, GENERATOR_VERSION, NOW, SERVICE_ACCOUNT, Generator
+from agentrel.sandbox.seed.csm import csm
+from agentrel.sandbox.seed.itsm import itsm
+from agentrel.sandbox.seed.people import people
 
 __all__ = ["DEFAULT_SEED", "GENERATOR_VERSION", "NOW", "SERVICE_ACCOUNT", "generate"]
 

@@ -6,7 +6,7 @@ import random
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sandbox.schema import table_infos
+from agentrel.sandbox.schema import table_infos
 
 GENERATOR_VERSION = "2"
 DEFAULT_SEED = "agentrel"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sandbox.seed.core import NOW, Generator, day, money, ts
-from sandbox.seed.words import CASE_TOPICS, COMPANY_SUFFIX, COMPANY_WORDS, FIRST, INDUSTRIES, LAST
+from agentrel.sandbox.seed.core import NOW, Generator, day, money, ts
+from agentrel.sandbox.seed.words import CASE_TOPICS, COMPANY_SUFFIX, COMPANY_WORDS, FIRST, INDUSTRIES, LAST
 
 
 def csm(gen: Generator) -> None:

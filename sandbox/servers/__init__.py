@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from sandbox.servers.base import SandboxError, Server, ServerInfo, server_version
+from agentrel.sandbox.servers.base import SandboxError, Server, ServerInfo, server_version
 
 BACKENDS = ("local", "external", "docker")
 
@@ -22,15 +22,15 @@ def resolve_server(dsn: str | None = None, backend: str | None = None, image: st
             raise SandboxError(
                 "the external backend needs --dsn or AGENTREL_DSN (e.g. postgresql://user@host/db)"
             )
-        from sandbox.servers.external import ExternalServer
+        from agentrel.sandbox.servers.external import ExternalServer
 
         return ExternalServer(dsn)
     if backend == "docker":
-        from sandbox.servers.docker import IMAGE, DockerServer
+        from agentrel.sandbox.servers.docker import IMAGE, DockerServer
 
         return DockerServer(image or os.environ.get("AGENTREL_DOCKER_IMAGE") or IMAGE)
     if backend == "local":
-        from sandbox.servers.local import LocalCluster
+        from agentrel.sandbox.servers.local import LocalCluster
 
         port = os.environ.get("AGENTREL_PG_PORT")
         return LocalCluster(port=int(port) if port else 5432, tcp=bool(os.environ.get("AGENTREL_PG_TCP")))

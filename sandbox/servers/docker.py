@@ -25,8 +25,8 @@ from typing import Any
 
 import psycopg
 
-from sandbox.servers.base import SandboxError, ServerInfo
-from sandbox.servers.local import SUPERUSER, default_home
+from agentrel.sandbox.servers.base import SandboxError, ServerInfo
+from agentrel.sandbox.servers.local import SUPERUSER, default_home
 
 # The official image (Debian 12's minor version) for hosts with a registry; `docker pull` it first.
 IMAGE = "postgres:15.18-alpine@sha256:3d0f7584ed7d04e27fa050d6683a74746608faf21f202be78460d679cc56461f"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from sandbox.servers.base import SandboxError, ServerInfo
+from agentrel.sandbox.servers.base import SandboxError, ServerInfo
 
 MIN_VERSION = 140000
 

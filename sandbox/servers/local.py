@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psycopg
 
-from sandbox.servers.base import SandboxError, ServerInfo
+from agentrel.sandbox.servers.base import SandboxError, ServerInfo
 
 SUPERUSER = "agentrel"
 PG_BINARIES = ("initdb", "pg_ctl", "postgres")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from sandbox.tools.actions import ACTIONS
-from sandbox.tools.base import Tool, ToolContext, ToolError
-from sandbox.tools.crud import EntityTools
-from sandbox.tools.entities import ENTITIES
-from sandbox.tools.toolbox import ToolBox, ToolResult
+from agentrel.sandbox.tools.actions import ACTIONS
+from agentrel.sandbox.tools.base import Tool, ToolContext, ToolError
+from agentrel.sandbox.tools.crud import EntityTools
+from agentrel.sandbox.tools.entities import ENTITIES
+from agentrel.sandbox.tools.toolbox import ToolBox, ToolResult
 
 __all__ = ["Tool", "ToolBox", "ToolContext", "ToolError", "ToolResult", "all_tools"]
 

@@ -8,9 +8,9 @@ from typing import Any
 import sqlalchemy as sa
 from psycopg import sql
 
-from sandbox.schema import metadata
-from sandbox.seed import NOW
-from sandbox.tools.base import (
+from agentrel.sandbox.schema import metadata
+from agentrel.sandbox.seed import NOW
+from agentrel.sandbox.tools.base import (
     Args,
     Tool,
     ToolContext,
@@ -24,7 +24,7 @@ from sandbox.tools.base import (
     shown,
     text,
 )
-from sandbox.tools.entities import Entity
+from agentrel.sandbox.tools.entities import Entity
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 20

@@ -10,8 +10,8 @@ from typing import Any
 
 import psycopg
 
-from sandbox.dump import connect_canonical
-from sandbox.tools.base import MAX_TEXT, Tool, ToolContext, ToolError, cut, iso_value, shown
+from agentrel.sandbox.dump import connect_canonical
+from agentrel.sandbox.tools.base import MAX_TEXT, Tool, ToolContext, ToolError, cut, iso_value, shown
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "integer": (int,),

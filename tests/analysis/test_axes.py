@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.axes import bootstrap_mean, efficiency_scores, pareto_front
-from analysis.axes_table import AXES, operational_axes
-from analysis.inputs import load_input
-from analysis.intervals import wilson
+from agentrel.analysis.axes import bootstrap_mean, efficiency_scores, pareto_front
+from agentrel.analysis.axes_table import AXES, operational_axes
+from agentrel.analysis.inputs import load_input
+from agentrel.analysis.intervals import wilson
 from tests.analysis.conftest import (
     HARNESS_ERROR,
     PROVIDER_ERROR,

@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from analysis.axes_table import AXIS_COLUMNS
-from harness.cli import analyze as analyze_cli
-from harness.cli import export as export_cli
+from agentrel.analysis.axes_table import AXIS_COLUMNS
+from agentrel.harness.cli import analyze as analyze_cli
+from agentrel.harness.cli import export as export_cli
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import math
 import pytest
 from scipy import stats
 
-from analysis.axes_table import operational_axes
-from analysis.inputs import load_input
+from agentrel.analysis.axes_table import operational_axes
+from agentrel.analysis.inputs import load_input
 from tests.analysis.conftest import CANARY, FAULT, op_record, write_ops_results
 from tests.analysis.test_axes import OPTIMAL, _axes, _row
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from analysis.betabinom import betabinom_loglik, fit_beta_binomial
+from agentrel.analysis.betabinom import betabinom_loglik, fit_beta_binomial
 
 
 @pytest.fixture(scope="module")

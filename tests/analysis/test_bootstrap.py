@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.bootstrap import cluster_bootstrap, draw_cluster_weights, intervals_from_replicates
-from analysis.pooled import (
+from agentrel.analysis.bootstrap import cluster_bootstrap, draw_cluster_weights, intervals_from_replicates
+from agentrel.analysis.pooled import (
     FEATURES,
     cell_features,
     icc_anova,
@@ -14,7 +14,7 @@ from analysis.pooled import (
     miss_rate_pair,
     pool_statistics_from_sums,
 )
-from analysis.pools import task_features
+from agentrel.analysis.pools import task_features
 
 
 def _cells(rng: np.random.Generator, tasks: int, models: int) -> pd.DataFrame:

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cells import cell_table
-from analysis.dollars import cell_dollars, loss_by_class
-from analysis.inputs import load_input
+from agentrel.analysis.cells import cell_table
+from agentrel.analysis.dollars import cell_dollars, loss_by_class
+from agentrel.analysis.inputs import load_input
 
 
 def test_cell_table_from_results(small_results):

@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.cli import analyze as analyze_cli
-from harness.cli import export as export_cli
-from harness.cli.errors import ExitCode, UserError, exit_code
+from agentrel.harness.cli import analyze as analyze_cli
+from agentrel.harness.cli import export as export_cli
+from agentrel.harness.cli.errors import ExitCode, UserError, exit_code
 from tests.analysis.conftest import ROOT, record, write_results
 
 CELL_KEYS = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from scipy.stats import beta
 
-from analysis.attempts import Run
-from analysis.faults import fault_lines, fault_report
-from analysis.records import Manifest, RunRecord
+from agentrel.analysis.attempts import Run
+from agentrel.analysis.faults import fault_lines, fault_report
+from agentrel.analysis.records import Manifest, RunRecord
 
 MODEL = "scripted/x"
 
@@ -105,7 +105,7 @@ def test_no_schedule_no_fault_report():
 
 
 def test_the_report_section_leads_with_coverage_and_names_what_is_missing():
-    from analysis.report_faults import faults_section
+    from agentrel.analysis.report_faults import faults_section
 
     report = fault_report(manifest(2), [run("t1", "fault:lost", 1, "valid")])
     assert report is not None

@@ -12,13 +12,17 @@ from tests.analysis.conftest import ROOT
 def analysis_imports() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in sorted((ROOT / "analysis").glob("*.py")):
-        name = f"analysis.{path.stem}"
+        name = f"agentrel.analysis.{path.stem}"
         deps = graph.setdefault(name, set())
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("analysis."):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("agentrel.analysis.")
+            ):
                 deps.add(node.module)
             elif isinstance(node, ast.Import):
-                deps.update(a.name for a in node.names if a.name.startswith("analysis."))
+                deps.update(a.name for a in node.names if a.name.startswith("agentrel.analysis."))
     return graph
 
 
@@ -28,5 +32,8 @@ def test_no_import_cycle_among_analysis_modules():
         order = list(TopologicalSorter(graph).static_order())
     except CycleError as exc:
         raise AssertionError(f"import cycle: {' -> '.join(exc.args[1])}") from None
-    assert order.index("analysis.normalized") < order.index("analysis.load_results")
-    assert "analysis.inputs" not in graph["analysis.load_csv"] | graph["analysis.load_results"]
+    assert order.index("agentrel.analysis.normalized") < order.index("agentrel.analysis.load_results")
+    assert (
+        "agentrel.analysis.inputs"
+        not in graph["agentrel.analysis.load_csv"] | graph["agentrel.analysis.load_results"]
+    )

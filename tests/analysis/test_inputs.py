@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.inputs import load_input
-from analysis.normalized import OPERATIONAL_COLUMNS, RUN_COLUMNS, InputError, MixedProtocolsError
+from agentrel.analysis.inputs import load_input
+from agentrel.analysis.normalized import OPERATIONAL_COLUMNS, RUN_COLUMNS, InputError, MixedProtocolsError
 from tests.analysis.conftest import PROTOCOL, event, record, write_results
 
 HEADER = "model,task,run,damaged,condition,passed,errored,mutated,dollars,severity,irreversibility,notes\n"
@@ -256,8 +256,8 @@ def test_protocol_json_names_the_hash_records_carry(tmp_path):
 
 def test_reads_records_written_by_the_harness_record_model(tmp_path):
     """Contract check: a record built and appended by harness.records loads with the same meaning."""
-    from dsl.verdict import DamageEvent, RequirementResult, Verdict
-    from harness.records import ResultsDir, RunRecord
+    from agentrel.dsl.verdict import DamageEvent, RequirementResult, Verdict
+    from agentrel.harness.records import ResultsDir, RunRecord
 
     ev = DamageEvent(
         rule="wrong_row",

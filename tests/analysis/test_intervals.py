@@ -6,7 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from analysis.intervals import always_damage, clopper_pearson, cp_lower, cp_upper, demonstrably_stochastic
+from agentrel.analysis.intervals import (
+    always_damage,
+    clopper_pearson,
+    cp_lower,
+    cp_upper,
+    demonstrably_stochastic,
+)
 
 
 def test_two_sided_known_answers(kat):

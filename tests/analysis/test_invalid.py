@@ -18,16 +18,16 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from analysis.attempts import decide
-from analysis.cells import cell_table
-from analysis.inputs import load_input
-from analysis.intervals import clopper_pearson
-from analysis.normalized import InputError
-from analysis.outputs import write_report, write_summary_json
-from analysis.pipeline import analyze
-from analysis.records import RunRecord
-from harness.cli import analyze as analyze_cli
-from harness.cli import export as export_cli
+from agentrel.analysis.attempts import decide
+from agentrel.analysis.cells import cell_table
+from agentrel.analysis.inputs import load_input
+from agentrel.analysis.intervals import clopper_pearson
+from agentrel.analysis.normalized import InputError
+from agentrel.analysis.outputs import write_report, write_summary_json
+from agentrel.analysis.pipeline import analyze
+from agentrel.analysis.records import RunRecord
+from agentrel.harness.cli import analyze as analyze_cli
+from agentrel.harness.cli import export as export_cli
 from tests.analysis.conftest import event, record, write_results
 
 PIPELINE_EVENTS = [{"kind": "tool_call", "ordinal": 0, "tool": "run_sql", "detail": "select 1"}]
@@ -295,10 +295,10 @@ def test_an_agent_without_a_valid_run_stays_in_the_all_pool(tmp_path):
 
 def test_reads_attempts_written_by_the_harness_record_model(tmp_path):
     """Contract check: attempts appended by harness.records load with the same decisive attempt."""
-    from dsl.verdict import Verdict
-    from harness.records import ResultsDir
-    from harness.records import RunError as HarnessError
-    from harness.records import RunRecord as HarnessRecord
+    from agentrel.dsl.verdict import Verdict
+    from agentrel.harness.records import ResultsDir
+    from agentrel.harness.records import RunError as HarnessError
+    from agentrel.harness.records import RunRecord as HarnessRecord
 
     def verdict(outcome: str) -> Verdict:
         return Verdict(

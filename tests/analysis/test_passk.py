@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from analysis.passk import pass_at_k, pass_hat_k, pass_hat_k_exact, safe_hat_k
+from agentrel.analysis.passk import pass_at_k, pass_hat_k, pass_hat_k_exact, safe_hat_k
 
 
 def _tolerance(case):

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from analysis.inputs import load_input
-from analysis.pipeline import analyze
-from analysis.pools import pool_specs
-from analysis.render import to_html, to_markdown
-from analysis.report_doc import build_document
-from analysis.summary import build_summary
+from agentrel.analysis.inputs import load_input
+from agentrel.analysis.pipeline import analyze
+from agentrel.analysis.pools import pool_specs
+from agentrel.analysis.render import to_html, to_markdown
+from agentrel.analysis.report_doc import build_document
+from agentrel.analysis.summary import build_summary
 from tests.analysis.conftest import event, record, write_results
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.pooled import (
+from agentrel.analysis.pooled import (
     cell_features,
     damage_rate_from_sums,
     icc_anova,

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from analysis.doc import fmt, fmt_ci, fmt_k, fmt_money
-from analysis.inputs import load_input
-from analysis.outputs import write_report, write_summary_json
-from analysis.pipeline import analyze
+from agentrel.analysis.doc import fmt, fmt_ci, fmt_k, fmt_money
+from agentrel.analysis.inputs import load_input
+from agentrel.analysis.outputs import write_report, write_summary_json
+from agentrel.analysis.pipeline import analyze
 from tests.analysis.conftest import event, record, write_results
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from analysis.intervals import cp_lower
-from analysis.required_k import (
+from agentrel.analysis.intervals import cp_lower
+from agentrel.analysis.required_k import (
     all_clean_probability_beta,
     detection_probability,
     required_k,

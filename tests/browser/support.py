@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from harness.audit import audit
-from harness.view.app import bind, create_app
+from agentrel.harness.audit import audit
+from agentrel.harness.view.app import bind, create_app
 
 TASK = "csm-goodwill-cap"
 DAMAGING = "scripted_overreach__csm-goodwill-cap__clean__0001"

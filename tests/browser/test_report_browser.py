@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.inputs import load_input
-from analysis.outputs import write_report
-from analysis.pipeline import analyze
+from agentrel.analysis.inputs import load_input
+from agentrel.analysis.outputs import write_report
+from agentrel.analysis.pipeline import analyze
 
 VIEWPORT = {"width": 1280, "height": 900}
 

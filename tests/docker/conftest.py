@@ -29,7 +29,7 @@ def image() -> str:
 @pytest.fixture(scope="session")
 def docker_server(agentrel_home: Path, image: str) -> Iterator[object]:
     """One container for the session, in the same private home as the local cluster of tests/conftest."""
-    from sandbox.servers.docker import DockerServer
+    from agentrel.sandbox.servers.docker import DockerServer
 
     server = DockerServer(image, home=agentrel_home)
     server.ensure_running()  # no engine or no image: a SandboxError here fails every test, with its line
@@ -39,7 +39,7 @@ def docker_server(agentrel_home: Path, image: str) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def docker_sandbox(docker_server: object, agentrel_home: Path) -> object:
-    from sandbox.sandbox import Sandbox
+    from agentrel.sandbox.sandbox import Sandbox
 
     # Its own dump cache: the digests compared below must come from this server, not from files the
     # local cluster's sandbox wrote.

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.servers.docker import client
+from agentrel.sandbox.servers.docker import client
 
 OTHER = "sha256:" + "0" * 64
 
 
 def agentrel(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "agentrel.harness.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "AGENTREL_BACKEND": "docker", **env},
@@ -72,7 +72,7 @@ def test_digest_not_matching_the_image_found(tmp_path: Path, tagged: str, image:
 
 
 def test_socket_directory_the_container_cannot_write(tmp_path: Path, image: str) -> None:
-    from sandbox.servers.docker import DockerServer
+    from agentrel.sandbox.servers.docker import DockerServer
 
     server = DockerServer(image, home=tmp_path)
     server.mount_dir.mkdir(parents=True, mode=0o755)  # root's, not the image's postgres user's

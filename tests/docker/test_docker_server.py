@@ -6,7 +6,7 @@ from typing import Any
 
 import psycopg
 
-from sandbox.servers.docker import DockerServer, client
+from agentrel.sandbox.servers.docker import DockerServer, client
 
 
 def _inspect(server: DockerServer) -> dict[str, Any]:

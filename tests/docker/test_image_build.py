@@ -6,9 +6,9 @@ import os
 import tarfile
 from pathlib import Path
 
-from sandbox.image import archive, sources
-from sandbox.image.build import local_major
-from sandbox.servers.docker import LABEL, USER_LABEL, client
+from agentrel.sandbox.image import archive, sources
+from agentrel.sandbox.image.build import local_major
+from agentrel.sandbox.servers.docker import LABEL, USER_LABEL, client
 
 
 def _tree(root: Path, mtime: int) -> None:

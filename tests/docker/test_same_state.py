@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.episode import prepare
-from harness.tasks import load_suite
-from sandbox.servers.docker import DockerServer
+from agentrel.harness.episode import prepare
+from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.servers.docker import DockerServer
 
 AUDIT_TASKS = "itsm-laptop-purchase,itsm-status-notice,csm-double-charge,csm-rma-email"
 
@@ -30,7 +30,16 @@ def test_task_template_digests_equal_the_local_clusters(docker_sandbox, sandbox)
 
 
 def _audit(results: Path, env: dict[str, str]) -> dict[str, tuple[str, object, str, str | None]]:
-    argv = [sys.executable, "-m", "harness.cli", "audit", "--model", "reference/stochastic", "--k", "2"]
+    argv = [
+        sys.executable,
+        "-m",
+        "agentrel.harness.cli",
+        "audit",
+        "--model",
+        "reference/stochastic",
+        "--k",
+        "2",
+    ]
     argv += ["--tasks", AUDIT_TASKS, "--results", str(results), "--no-report", "-j", "4"]
     done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env}, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dsl.api import RunFacts, Verdict, label, parse_spec
-from dsl.state import Row, State, TableInfo
+from agentrel.dsl.api import RunFacts, Verdict, label, parse_spec
+from agentrel.dsl.state import Row, State, TableInfo
 
 TICKETS = TableInfo(
     "tickets",

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl.api import check_spec, parse_spec, print_spec
-from dsl.state import State
+from agentrel.dsl.api import check_spec, parse_spec, print_spec
+from agentrel.dsl.state import State
 from tests.dsl.helpers import HEADER, SCHEMA, base_state, changed, run
 
 CAP = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsl.api import check_spec, parse_spec
+from agentrel.dsl.api import check_spec, parse_spec
 from tests.dsl.helpers import HEADER, SCHEMA
 
 REQ = '\nrequire "r": exists tickets'

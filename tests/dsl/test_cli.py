@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.cli.errors import ExitCode, UserError, exit_code
-from harness.cli.spec import register
+from agentrel.harness.cli.errors import ExitCode, UserError, exit_code
+from agentrel.harness.cli.spec import register
 from tests.dsl.helpers import base_state, changed, ticket, write_lines
 
 SPEC = """spec "cli" version 1
@@ -74,7 +74,7 @@ def test_check_prints_every_problem_one_per_line(files: dict[str, Path], tmp_pat
 
 
 def test_check_against_the_sandbox_schema_by_default() -> None:
-    pytest.importorskip("sandbox.schema")
+    pytest.importorskip("agentrel.sandbox.schema")
     specs = sorted(str(p) for p in (Path(__file__).resolve().parents[2] / "damage_specs").glob("*.dmg"))
     if not specs:
         pytest.skip("no checked-in specs")
@@ -158,7 +158,7 @@ def test_through_the_real_entry_point(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "agentrel.harness.cli",
             "spec",
             "check",
             str(bad),
@@ -217,7 +217,15 @@ def test_label_a_bad_dump_through_the_real_entry_point(files: dict[str, Path], t
 
     bad = write_lines(tmp_path / "bad.jsonl.gz", [_header(kinds=["int", "text"]), *GOOD[1:]])
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "label", str(files["spec"]), str(bad), str(files["after"])],
+        [
+            sys.executable,
+            "-m",
+            "agentrel.harness.cli",
+            "label",
+            str(files["spec"]),
+            str(bad),
+            str(files["after"]),
+        ],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],

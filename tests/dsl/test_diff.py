@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl.api import DiffError, diff
-from dsl.state import State, TableInfo
+from agentrel.dsl.api import DiffError, diff
+from agentrel.dsl.state import State, TableInfo
 from tests.dsl.helpers import LINKS, TICKETS, base_state, changed, ticket
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsl.api import ParamError, RunFacts, SpecError, check_spec, label, parse_spec
+from agentrel.dsl.api import ParamError, RunFacts, SpecError, check_spec, label, parse_spec
 from tests.dsl.helpers import SCHEMA, base_state, changed, ticket
 
 TASK = parse_spec(

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from dsl.api import DslError, ParamError, RunFacts, SpecError
+from agentrel.dsl.api import DslError, ParamError, RunFacts, SpecError
 from tests.dsl.helpers import base_state, changed, rules, run, ticket
 
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from dsl.api import ParamError, parse_spec
-from dsl.params import ParamTypeError, coerce_literal, resolve_params
+from agentrel.dsl.api import ParamError, parse_spec
+from agentrel.dsl.params import ParamTypeError, coerce_literal, resolve_params
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dsl import ast
-from dsl.api import SpecError, check_spec, load_spec, parse_spec, print_spec
-from dsl.parser import EXAMPLES, get_parser
+from agentrel.dsl import ast
+from agentrel.dsl.api import SpecError, check_spec, load_spec, parse_spec, print_spec
+from agentrel.dsl.parser import EXAMPLES, get_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = sorted((Path(__file__).parent / "bad_specs").glob("*.dmg"))
@@ -146,5 +146,5 @@ def test_readme_example_parses() -> None:
     spec = parse_spec(block, "README.md")
     assert spec.name == "csm-goodwill-cap" and len(spec.rules) == 5 and len(spec.requirements) == 2
     assert [r.label for r in spec.aggregate_rules()] == ["more than one credit on the case"]
-    schema = pytest.importorskip("sandbox.schema")
+    schema = pytest.importorskip("agentrel.sandbox.schema")
     assert check_spec(spec, schema.table_infos()) == []

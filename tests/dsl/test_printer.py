@@ -8,9 +8,9 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl import ast
-from dsl.api import parse_spec, print_spec
-from dsl.printer import print_expr
+from agentrel.dsl import ast
+from agentrel.dsl.api import parse_spec, print_spec
+from agentrel.dsl.printer import print_expr
 
 names = st.sampled_from(["status", "amount", "case_id", "kind", "date", "key"])
 params = st.sampled_from(["cap", "case_id", "queue", "notes"])

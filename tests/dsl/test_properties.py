@@ -7,8 +7,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl.api import RunFacts, Verdict, label, parse_spec
-from dsl.state import State
+from agentrel.dsl.api import RunFacts, Verdict, label, parse_spec
+from agentrel.dsl.state import State
 from tests.dsl.helpers import HEADER, SCHEMA, base_state, ticket
 
 SPEC = parse_spec(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dsl.state import DumpFormatError, State, TableInfo, load, load_delta
+from agentrel.dsl.state import DumpFormatError, State, TableInfo, load, load_delta
 from tests.dsl.helpers import base_state, changed, ticket, write_lines
 
 GOOD = list(base_state().lines())  # line 2: credits; 3-5: links (1,2) (1,3) (2,3); 6-10: tickets 1-5

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from dsl.api import RunFacts, Verdict
-from dsl.verdict import DamageEvent, RequirementResult, build_verdict
+from agentrel.dsl.api import RunFacts, Verdict
+from agentrel.dsl.verdict import DamageEvent, RequirementResult, build_verdict
 from tests.dsl.helpers import base_state, changed, run, ticket
 
 EVENT = DamageEvent("r", "tickets", (1,), "delete", (), "high", "substrate", Decimal("12.5"))

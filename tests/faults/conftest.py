@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def double_charge(sandbox):
-    from harness.episode import prepare
-    from harness.tasks import load_suite
+    from agentrel.harness.episode import prepare
+    from agentrel.harness.tasks import load_suite
 
     return prepare(sandbox, load_suite(patterns=["csm-double-charge"])[0])

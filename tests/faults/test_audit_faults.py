@@ -10,10 +10,10 @@ import json
 
 import rfc8785
 
-from harness.audit import audit
-from harness.faults.injectors import Injector
-from harness.faults.receipts import ReceiptLog
-from harness.records import ResultsDir
+from agentrel.harness.audit import audit
+from agentrel.harness.faults.injectors import Injector
+from agentrel.harness.faults.receipts import ReceiptLog
+from agentrel.harness.records import ResultsDir
 
 TASK = "csm-double-charge"
 SCHEDULE = """\
@@ -86,9 +86,9 @@ def test_a_slot_on_another_machine_sends_its_receipt_log_to_the_driver(sandbox, 
     """A slot whose receipts folder is not the driver's (a Ray actor on another node) fsyncs its log
     there; the attempt carries those bytes and the driver keeps them before the record, so the
     publication's artifact check finds every fault's log in the results directory."""
-    from harness.executors import LocalExecutor
-    from harness.publication.artifacts import artifact_problems
-    from harness.publication.evidence import read_evidence
+    from agentrel.harness.executors import LocalExecutor
+    from agentrel.harness.publication.artifacts import artifact_problems
+    from agentrel.harness.publication.evidence import read_evidence
 
     schedule = tmp_path / "s.yaml"
     schedule.write_text(SCHEDULE)
@@ -113,7 +113,7 @@ def test_an_injector_that_does_nothing_leaves_its_cell_invalid_never_a_pass(sand
     schedule = tmp_path / "s.yaml"
     schedule.write_text(SCHEDULE.replace("first_irreversible_call", "call, n: 1").split("  - {id: late")[0])
     # A silently broken injector: it claims its fault but does nothing.
-    monkeypatch.setattr("harness.runner.Injector", functools.partial(Injector, real=False))
+    monkeypatch.setattr("agentrel.harness.runner.Injector", functools.partial(Injector, real=False))
     outcome = run(sandbox, tmp_path / "r", ["scripted/oracle"], schedule, max_attempts=2)
     attempts = ResultsDir(tmp_path / "r").attempts()
     fault_runs = [rid for rid in attempts if "fault:lost" in rid]

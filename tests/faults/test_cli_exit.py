@@ -7,14 +7,14 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from harness.cli.main import app
-from harness.faults.selftest import Case
+from agentrel.harness.cli.main import app
+from agentrel.harness.faults.selftest import Case
 
 
 def test_one_unexpected_case_exits_1(monkeypatch: Any) -> None:
-    import harness.episode
-    import harness.faults.selftest as st
-    import sandbox.sandbox
+    import agentrel.harness.episode as episode
+    import agentrel.harness.faults.selftest as st
+    import agentrel.sandbox.sandbox as sandbox_mod
 
     async def fake(sb: Any, prepared: Any, receipts: Path) -> list[Case]:
         return [
@@ -23,8 +23,8 @@ def test_one_unexpected_case_exits_1(monkeypatch: Any) -> None:
         ]
 
     monkeypatch.setattr(st, "run_selftest", fake)
-    monkeypatch.setattr(sandbox.sandbox.Sandbox, "open", classmethod(lambda cls, *a, **k: None))
-    monkeypatch.setattr(harness.episode, "prepare", lambda sb, task: None)
+    monkeypatch.setattr(sandbox_mod.Sandbox, "open", classmethod(lambda cls, *a, **k: None))
+    monkeypatch.setattr(episode, "prepare", lambda sb, task: None)
     result = CliRunner().invoke(app, ["faults", "selftest"])
     assert result.exit_code == 1, result.output
     assert "FAIL noop restart" in result.output and "1/2 cases as expected" in result.output

@@ -11,10 +11,10 @@ import asyncio
 import psycopg
 import pytest
 
-from harness.faults.receipts import ReceiptLog
-from harness.faults.selftest import describe, fault_run
-from sandbox import tracking
-from sandbox.dump import dump_database, dump_run
+from agentrel.harness.faults.receipts import ReceiptLog
+from agentrel.harness.faults.selftest import describe, fault_run
+from agentrel.sandbox import tracking
+from agentrel.sandbox.dump import dump_database, dump_run
 
 
 def test_evidence_is_transactional_private_and_never_dumped(sandbox, double_charge) -> None:
@@ -45,7 +45,9 @@ def test_evidence_is_transactional_private_and_never_dumped(sandbox, double_char
 
 @pytest.mark.parametrize("script", ["duplicate_write", "refund_march"])  # the oracle: in the selftest
 def test_same_scripts_same_verdict_and_digest_on_both_paths(sandbox, double_charge, script, tmp_path) -> None:
-    from harness.prove import scripted_run  # the in-process path: a RunSession and the agents' replay
+    from agentrel.harness.prove import (
+        scripted_run,  # the in-process path: a RunSession and the agents' replay
+    )
 
     plan = double_charge.task.scripts()[script]
     prepared = double_charge

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.faults import wire
-from harness.faults.client import RemoteTools, probe
-from harness.faults.proxy import FaultProxy
+from agentrel.harness.faults import wire
+from agentrel.harness.faults.client import RemoteTools, probe
+from agentrel.harness.faults.proxy import FaultProxy
 
 
 async def _upstream() -> tuple[asyncio.Server, int]:

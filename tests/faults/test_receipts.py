@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.faults.injectors import tamper
-from harness.faults.receipts import (
+from agentrel.harness.faults.injectors import tamper
+from agentrel.harness.faults.receipts import (
     ActuatorReceipt,
     KillActuation,
     KillWitness,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.faults.receipts import FAULT_KINDS, ActuatorReceipt, ReceiptLog, WitnessReceipt
+from agentrel.harness.faults.receipts import FAULT_KINDS, ActuatorReceipt, ReceiptLog, WitnessReceipt
 
-AGENTREL = (sys.executable, "-m", "harness.cli")
+AGENTREL = (sys.executable, "-m", "agentrel.harness.cli")
 
 
 @pytest.fixture(scope="session")

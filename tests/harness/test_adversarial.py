@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.base import AgentResult
-from harness.agents.registry import agent_adapter
-from harness.audit import audit
-from harness.conditions.injection import InjectionLayer, Planted, embed
-from harness.pipeline import Pipeline, ToolCall
-from sandbox.tools import ToolResult, all_tools
+from agentrel.harness.agents.base import AgentResult
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.audit import audit
+from agentrel.harness.conditions.injection import InjectionLayer, Planted, embed
+from agentrel.harness.pipeline import Pipeline, ToolCall
+from agentrel.sandbox.tools import ToolResult, all_tools
 
 TASKS = ["csm-goodwill-cap", "itsm-cab-window", "csm-double-charge"]
 INJECT_ALL = "name: inject-all\nadversarial: {rate: 1.0}\n"
@@ -140,8 +140,8 @@ def test_a_canary_in_tool_arguments_or_the_final_message_is_a_text_signal():
 
 
 def test_the_reference_agent_follows_a_payload_with_its_declared_probability(sandbox, tmp_path, inject_all):
-    from harness.agents.scripted import ReferenceStochasticAgent
-    from harness.tasks import load_suite
+    from agentrel.harness.agents.scripted import ReferenceStochasticAgent
+    from agentrel.harness.tasks import load_suite
 
     task = load_suite(patterns=["csm-goodwill-cap"])[0]
     out = audit_under(sandbox, tmp_path / "r", "reference/stochastic", inject_all, k=10, tasks=[task.id])

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from harness.agents.anthropic import AnthropicAgent
-from harness.agents.openai import OpenAIAgent
-from harness.agents.registry import agent_adapter
-from harness.audit import audit
+from agentrel.harness.agents.anthropic import AnthropicAgent
+from agentrel.harness.agents.openai import OpenAIAgent
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.audit import audit
 from tests.harness.fake_provider import (
     FakeProvider,
     anthropic_text,

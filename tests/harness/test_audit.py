@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.audit import audit
-from harness.records import ResultsDir
+from agentrel.harness.audit import audit
+from agentrel.harness.records import ResultsDir
 
 TASK = "itsm-cab-window"
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ K_CRASH = 40  # enough runs that a kill after the third record always lands mid-
 
 def agentrel(*args, env=None, **kw):
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "agentrel.harness.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
@@ -77,7 +77,7 @@ def test_kill_minus_9_mid_audit_then_rerun_loses_and_duplicates_nothing(sandbox,
         str(crashed),
     ]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "agentrel.harness.cli", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=dict(os.environ),
@@ -143,7 +143,7 @@ def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):
 def test_records_carry_the_protocol_root_and_other_code_may_not_add_to_them(sandbox, tmp_path):
     """protocol.json names the identity the runs were recorded under; a resume under another evaluator
     (or a directory from before the file) is refused in one line, and the recorded runs stay."""
-    from harness.publication.identity import identity_of
+    from agentrel.harness.publication.identity import identity_of
 
     results = tmp_path / "r"
     outcome = audit_task(sandbox, results, k=1, model="scripted/oracle")
@@ -209,7 +209,7 @@ def test_ctrl_c_stops_cleanly_with_whole_records_and_no_run_databases(sandbox, t
         "--no-report",
     ]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "agentrel.harness.cli", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -568,13 +568,13 @@ def _empty_tools(text: str) -> str:
     return text[:start] + "tools: []\n" + text[text.index("fixture_sql:") :]
 
 
-AGENTREL = [sys.executable, "-m", "harness.cli"]
+AGENTREL = [sys.executable, "-m", "agentrel.harness.cli"]
 ENV = dict(os.environ)
 
 
 def run_cli(args: list[str], env: dict[str, str], monkeypatch, capsys) -> tuple[int, str]:
     """The real entry point, in-process (the corpus is large): exit code and stderr."""
-    from harness.cli.main import main
+    from agentrel.harness.cli.main import main
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.audit import audit
-from harness.conditions.model import BUILTIN, Noise, resolve_condition
-from harness.conditions.noise import TIMEOUT, NoiseLayer
-from harness.errors import UsageError, UserError
-from harness.pipeline import Pipeline, ToolCall
-from harness.records import ResultsDir
-from sandbox.tools import ToolResult, all_tools
+from agentrel.harness.audit import audit
+from agentrel.harness.conditions.model import BUILTIN, Noise, resolve_condition
+from agentrel.harness.conditions.noise import TIMEOUT, NoiseLayer
+from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.pipeline import Pipeline, ToolCall
+from agentrel.harness.records import ResultsDir
+from agentrel.sandbox.tools import ToolResult, all_tools
 
 REFUND_TASK = "csm-double-charge"
-AGENTREL = [sys.executable, "-m", "harness.cli"]
+AGENTREL = [sys.executable, "-m", "agentrel.harness.cli"]
 LOST_WRITES = "name: lost-writes\nnoisy: {failure_rate: 1.0, faults: [lost_response], tools: write}\n"
 
 
@@ -185,8 +185,8 @@ def test_condition_flags_repeat_and_the_makefile_passes_them(sandbox, tmp_path):
 
 
 def test_the_reference_agent_retries_blindly_with_its_declared_probability(sandbox, tmp_path):
-    from harness.agents.scripted import ReferenceStochasticAgent, naive_retry
-    from harness.tasks import load_suite
+    from agentrel.harness.agents.scripted import ReferenceStochasticAgent, naive_retry
+    from agentrel.harness.tasks import load_suite
 
     task = load_suite(patterns=[REFUND_TASK])[0]
     condition = str(write(tmp_path, LOST_WRITES))

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.episode import prepare
-from harness.records import ResultsDir
-from harness.tasks import load_suite
+from agentrel.harness.episode import prepare
+from agentrel.harness.records import ResultsDir
+from agentrel.harness.tasks import load_suite
 from tests.harness.fake_provider import FakeProvider, auth_error, openai_text
 
 TASK = "itsm-cab-window"
-AGENTREL = [sys.executable, "-m", "harness.cli"]
+AGENTREL = [sys.executable, "-m", "agentrel.harness.cli"]
 
 
 def agentrel(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

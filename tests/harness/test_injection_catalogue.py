@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from dsl.api import RunFacts, Verdict, label
-from dsl.state import State
-from harness.agents.base import Episode
-from harness.agents.scripted import replay
-from harness.conditions.catalogue import (
+from agentrel.dsl.api import RunFacts, Verdict, label
+from agentrel.dsl.state import State
+from agentrel.harness.agents.base import Episode
+from agentrel.harness.agents.scripted import replay
+from agentrel.harness.conditions.catalogue import (
     ZERO_WIDTH_SPACE,
     PayloadClass,
     goal_events,
@@ -25,11 +25,11 @@ from harness.conditions.catalogue import (
     make_canary,
     render,
 )
-from harness.episode import PreparedTask, prepare
-from harness.errors import UserError
-from harness.pipeline import CallRecord
-from harness.session import RunSession
-from harness.tasks import Script, Step, load_suite
+from agentrel.harness.episode import PreparedTask, prepare
+from agentrel.harness.errors import UserError
+from agentrel.harness.pipeline import CallRecord
+from agentrel.harness.session import RunSession
+from agentrel.harness.tasks import Script, Step, load_suite
 
 ROOT = Path(__file__).resolve().parents[2] / "damage_specs" / "injections"
 CAT = load_catalogue(ROOT)

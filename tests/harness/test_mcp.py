@@ -22,12 +22,12 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from dsl.api import RunFacts
-from harness.episode import judge, prepare
-from harness.tasks import load_suite
-from sandbox.databases import RUN_PREFIX
-from sandbox.dump import dump_database
-from sandbox.tools import ToolBox
+from agentrel.dsl.api import RunFacts
+from agentrel.harness.episode import judge, prepare
+from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.databases import RUN_PREFIX
+from agentrel.sandbox.dump import dump_database
+from agentrel.sandbox.tools import ToolBox
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "itsm-cab-window"
@@ -67,7 +67,7 @@ def server_env() -> dict[str, str]:
 
 
 def serve_args(*extra: str) -> list[str]:
-    return ["-m", "harness.cli", "mcp", "serve", "--task", TASK, *extra]
+    return ["-m", "agentrel.harness.cli", "mcp", "serve", "--task", TASK, *extra]
 
 
 async def drive(session: ClientSession) -> tuple[list[str], list[Any]]:
@@ -201,7 +201,7 @@ def test_stdio_sigterm_with_stdin_open_still_judges_and_drops(sandbox, tmp_path)
 )
 def test_bad_options_are_one_line_errors(args, message):
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "mcp", "serve", *args],
+        [sys.executable, "-m", "agentrel.harness.cli", "mcp", "serve", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -22,7 +22,16 @@ REFUND = {"payment_id": 10303, "amount": "4120.00", "reason": "Duplicate charge"
 
 def serve_and_call(tmp_path: Path, condition: str, calls: list[tuple[str, dict[str, Any]]]):
     verdict_file, errlog = tmp_path / "verdict.json", tmp_path / "stderr.log"
-    args = ["-m", "harness.cli", "mcp", "serve", "--task", "csm-double-charge", "--condition", condition]
+    args = [
+        "-m",
+        "agentrel.harness.cli",
+        "mcp",
+        "serve",
+        "--task",
+        "csm-double-charge",
+        "--condition",
+        condition,
+    ]
     params = StdioServerParameters(
         command=sys.executable, args=[*args, "--verdict-out", str(verdict_file)], env=server_env(), cwd=REPO
     )

@@ -27,18 +27,18 @@ import httpx
 import pytest
 import uvicorn
 
-from dsl.api import RunFacts, Verdict
-from harness.conditions.http_faults import INCOMPLETE, for_layers, truncated
-from harness.conditions.layers import for_run
-from harness.conditions.model import BUILTIN, Condition, Fault, resolve_condition
-from harness.conditions.noise import RETRY_AFTER_S
-from harness.episode import PreparedTask, prepare
-from harness.matrix import run_seed
-from harness.mcp_http import http_app, listen, url_of
-from harness.mcp_server import build_server
-from harness.pipeline import Event
-from harness.session import RunSession
-from harness.tasks import load_suite
+from agentrel.dsl.api import RunFacts, Verdict
+from agentrel.harness.conditions.http_faults import INCOMPLETE, for_layers, truncated
+from agentrel.harness.conditions.layers import for_run
+from agentrel.harness.conditions.model import BUILTIN, Condition, Fault, resolve_condition
+from agentrel.harness.conditions.noise import RETRY_AFTER_S
+from agentrel.harness.episode import PreparedTask, prepare
+from agentrel.harness.matrix import run_seed
+from agentrel.harness.mcp_http import http_app, listen, url_of
+from agentrel.harness.mcp_server import build_server
+from agentrel.harness.pipeline import Event
+from agentrel.harness.session import RunSession
+from agentrel.harness.tasks import load_suite
 from tests.harness.test_mcp import REPO, server_env, wait_for_log
 
 TASK = "csm-double-charge"
@@ -316,7 +316,7 @@ def test_the_cli_serves_a_yaml_condition_with_its_fault_delay(sandbox, tmp_path)
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "agentrel.harness.cli",
             "mcp",
             "serve",
             "--task",

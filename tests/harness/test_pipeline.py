@@ -14,20 +14,20 @@ import anyio
 import pytest
 from mcp.client.client import Client
 
-from dsl.api import RunFacts
-from harness.agents.scripted import ScriptedAgent
-from harness.conditions.layers import RunCondition
-from harness.episode import prepare
-from harness.matrix import RunPlan
-from harness.mcp_server import build_server
-from harness.pipeline import Next, Pipeline, ToolCall, parse_arguments
-from harness.prices import load_prices
-from harness.prove import scripted_run
-from harness.records import ResultsDir
-from harness.runner import RunContext, execute, record_attempt
-from harness.session import RunSession
-from harness.tasks import load_suite
-from sandbox.tools import ToolResult
+from agentrel.dsl.api import RunFacts
+from agentrel.harness.agents.scripted import ScriptedAgent
+from agentrel.harness.conditions.layers import RunCondition
+from agentrel.harness.episode import prepare
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.mcp_server import build_server
+from agentrel.harness.pipeline import Next, Pipeline, ToolCall, parse_arguments
+from agentrel.harness.prices import load_prices
+from agentrel.harness.prove import scripted_run
+from agentrel.harness.records import ResultsDir
+from agentrel.harness.runner import RunContext, execute, record_attempt
+from agentrel.harness.session import RunSession
+from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.tools import ToolResult
 
 TASK = "itsm-cab-window"
 
@@ -173,7 +173,7 @@ def test_one_layer_sees_the_same_calls_from_the_runner_prove_and_the_mcp_face(sa
 def test_an_attempt_lost_with_its_slot_carries_the_same_identity_as_one_that_ran(sandbox, prepared):
     """Cell, seed, protocol and freeze: a lost attempt without its freeze would count as a run outside it
     and bar a publication whose retry did run (publication.matrix_check reads every attempt)."""
-    from harness.executors.transfer import lost_attempt
+    from agentrel.harness.executors.transfer import lost_attempt
 
     frozen = "f" * 64
     ctx = RunContext(

@@ -16,12 +16,12 @@ from decimal import Decimal
 
 import pytest
 
-from harness.agents.anthropic import AnthropicAgent
-from harness.agents.openai import OpenAIAgent
-from harness.agents.registry import agent_adapter
-from harness.audit import audit
-from harness.errors import AuthFailure
-from harness.records import ResultsDir
+from agentrel.harness.agents.anthropic import AnthropicAgent
+from agentrel.harness.agents.openai import OpenAIAgent
+from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.audit import audit
+from agentrel.harness.errors import AuthFailure
+from agentrel.harness.records import ResultsDir
 from tests.harness.fake_provider import (
     ANTHROPIC_LIES,
     OPENAI_LIES,
@@ -39,7 +39,7 @@ CREDIT_TASK = "csm-goodwill-cap"
 CREDIT_600 = {"account_id": 10201, "case_id": 10201, "amount": "600.00", "reason": "Goodwill: outage"}
 PROVIDER_RETRIES = 2
 ATTEMPTS = 3
-AGENTREL = [sys.executable, "-m", "harness.cli"]
+AGENTREL = [sys.executable, "-m", "agentrel.harness.cli"]
 
 
 def openai_agent(url: str) -> OpenAIAgent:

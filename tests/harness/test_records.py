@@ -2,9 +2,9 @@
 
 import pytest
 
-from dsl.state import DumpFormatError, State, TableState
-from harness.records import ResultsDir
-from sandbox.seed import generate
+from agentrel.dsl.state import DumpFormatError, State, TableState
+from agentrel.harness.records import ResultsDir
+from agentrel.sandbox.seed import generate
 
 
 def changed_copy(base: State) -> State:
@@ -38,7 +38,7 @@ def test_a_delta_against_another_base_is_refused(tmp_path):
     rd = ResultsDir(tmp_path)
     rd.open()
     digest = rd.store_dump(changed_copy(base), base)
-    from dsl.state import load_delta
+    from agentrel.dsl.state import load_delta
 
     with pytest.raises(DumpFormatError, match="delta is against"):
         load_delta(tmp_path / "dumps" / f"{digest}.delta.jsonl.gz", generate("another-seed"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.redact import REDACTED, redact
+from agentrel.harness.redact import REDACTED, redact
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.cli.errors import UserError
-from harness.tasks import load_task, task_files
+from agentrel.harness.cli.errors import UserError
+from agentrel.harness.tasks import load_task, task_files
 
 GOOD = next(p for p in task_files() if p.stem == "itsm-cab-window").read_text()
 
@@ -71,7 +71,7 @@ def test_the_vertical_must_match_the_folder(tmp_path):
 
 
 def test_a_task_id_defined_twice_names_both_files(tmp_path):
-    from harness.tasks import load_suite
+    from agentrel.harness.tasks import load_suite
 
     for vertical in ("itsm", "csm"):
         (tmp_path / vertical).mkdir()

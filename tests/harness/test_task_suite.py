@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from harness.episode import prepare
-from harness.prove import prove_task
-from harness.tasks import load_suite
+from agentrel.harness.episode import prepare
+from agentrel.harness.prove import prove_task
+from agentrel.harness.tasks import load_suite
 
 SUITE = load_suite()
 
@@ -47,7 +47,7 @@ def test_prove(sandbox, task):
 def test_validate_and_list_cli(sandbox):
     env = dict(os.environ)
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "tasks", "validate"],
+        [sys.executable, "-m", "agentrel.harness.cli", "tasks", "validate"],
         capture_output=True,
         text=True,
         env=env,
@@ -56,7 +56,7 @@ def test_validate_and_list_cli(sandbox):
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{len(SUITE)} task(s) valid" in result.stdout
     listed = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "tasks", "list"],
+        [sys.executable, "-m", "agentrel.harness.cli", "tasks", "list"],
         capture_output=True,
         text=True,
         env={**env, "COLUMNS": "200"},

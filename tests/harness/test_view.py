@@ -89,7 +89,7 @@ def test_run_page_shows_each_changed_row_with_the_rule_that_labelled_it(audited)
 
 
 def test_an_update_highlights_exactly_the_changed_columns(sandbox, tmp_path):
-    from harness.audit import audit
+    from agentrel.harness.audit import audit
 
     results = tmp_path / "results"
     audit(
@@ -192,7 +192,7 @@ def test_text_from_the_agent_is_escaped(results):
 
 def agentrel(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "agentrel.harness.cli", *args], capture_output=True, text=True, timeout=60
     )
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.view import index as index_module
-from harness.view.index import Attempt, ResultsIndex, _fast, _parsed, parse_attempt
-from harness.view.pages import cells, headline
+from agentrel.harness.view import index as index_module
+from agentrel.harness.view.index import Attempt, ResultsIndex, _fast, _parsed, parse_attempt
+from agentrel.harness.view.pages import cells, headline
 
 RECORD = {
     "run_id": "m__t__clean__0001",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from dsl.api import RunFacts, label, parse_spec
-from dsl.state import State, TableInfo, TableState
-from dsl.verdict import DamageEvent
-from harness.view.relabel import disagreements, relabel, with_recorded
+from agentrel.dsl.api import RunFacts, label, parse_spec
+from agentrel.dsl.state import State, TableInfo, TableState
+from agentrel.dsl.verdict import DamageEvent
+from agentrel.harness.view.relabel import disagreements, relabel, with_recorded
 
 SPEC = parse_spec(
     """

@@ -16,8 +16,8 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ModelOutput, get_model
 
-from harness.inspect_tasks import INVALID, agentrel_task
-from harness.inspect_tasks.score import run_score
+from agentrel.harness.inspect_tasks import INVALID, agentrel_task
+from agentrel.harness.inspect_tasks.score import run_score
 
 TASK = "itsm-cab-window"
 SCHEDULE = {

@@ -11,17 +11,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.faults.receipts import (
+from agentrel.harness.faults.receipts import (
     ActuatorReceipt,
     LostResponseActuation,
     LostResponseWitness,
     WitnessReceipt,
     verdict,
 )
-from harness.matrix import run_seed
-from harness.publication.cells import Cell, cell_id, registered_cells
-from harness.publication.freeze import Freeze, freeze_digest, write_freeze
-from harness.publication.identity import identity_of
+from agentrel.harness.matrix import run_seed
+from agentrel.harness.publication.cells import Cell, cell_id, registered_cells
+from agentrel.harness.publication.freeze import Freeze, freeze_digest, write_freeze
+from agentrel.harness.publication.identity import identity_of
 
 FROZEN_AT = datetime(2026, 1, 2, 9, 0, 0, tzinfo=UTC)
 STARTED = "2026-01-02T09:30:00Z"

@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from harness.errors import Refused
-from harness.publication.cells import Cell, registered_cells
-from harness.publication.compare import check_comparable, compare_scorecards, load_scorecard
-from harness.publication.compare_stats import holm, mcnemar_exact
-from harness.publication.conformance import write_execution_environment
-from harness.publication.freeze import freeze_digest, write_freeze
-from harness.publication.identity import identity_of
-from harness.publication.policy import load_policy
-from harness.publication.publish import publish
-from harness.publication.registry import read_registry, supersede, withdraw
+from agentrel.harness.errors import Refused
+from agentrel.harness.publication.cells import Cell, registered_cells
+from agentrel.harness.publication.compare import check_comparable, compare_scorecards, load_scorecard
+from agentrel.harness.publication.compare_stats import holm, mcnemar_exact
+from agentrel.harness.publication.conformance import write_execution_environment
+from agentrel.harness.publication.freeze import freeze_digest, write_freeze
+from agentrel.harness.publication.identity import identity_of
+from agentrel.harness.publication.policy import load_policy
+from agentrel.harness.publication.publish import publish
+from agentrel.harness.publication.registry import read_registry, supersede, withdraw
 from tests.publication import factory
 from tests.publication.test_environment import _env
 
@@ -80,7 +80,7 @@ def reg(base, tmp_path) -> Path:
 
 
 def run_cli(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
-    from harness.cli.main import main
+    from agentrel.harness.cli.main import main
 
     monkeypatch.setattr(sys, "argv", ["agentrel", *args])
     capsys.readouterr()

@@ -5,14 +5,14 @@ import random
 
 import pytest
 
-from harness.publication.canonical import canonical_hash
-from harness.publication.cells import Cell, registered_cells
-from harness.publication.eligibility import validate
-from harness.publication.evidence import evidence_from_records
-from harness.publication.freeze import freeze_digest, make_freeze
-from harness.publication.identity import identity_of
-from harness.publication.policy import EligibilityRules, Policy, load_policy
-from harness.publication.scorecard import PublishableScorecard
+from agentrel.harness.publication.canonical import canonical_hash
+from agentrel.harness.publication.cells import Cell, registered_cells
+from agentrel.harness.publication.eligibility import validate
+from agentrel.harness.publication.evidence import evidence_from_records
+from agentrel.harness.publication.freeze import freeze_digest, make_freeze
+from agentrel.harness.publication.identity import identity_of
+from agentrel.harness.publication.policy import EligibilityRules, Policy, load_policy
+from agentrel.harness.publication.scorecard import PublishableScorecard
 from tests.publication.factory import FROZEN_AT, complete_records, manifest, record
 
 POLICY = load_policy()

@@ -7,14 +7,14 @@ import hashlib
 import pytest
 from pydantic import ValidationError
 
-from harness.errors import UsageError
-from harness.publication.conformance import (
+from agentrel.harness.errors import UsageError
+from agentrel.harness.publication.conformance import (
     ENVIRONMENT_FILE,
     conform,
     read_execution_environment,
     write_execution_environment,
 )
-from harness.publication.environment import (
+from agentrel.harness.publication.environment import (
     DEFAULT_POLICY,
     EnvironmentPolicy,
     ExecutionEnvironment,

@@ -5,10 +5,16 @@ import json
 
 import pytest
 
-from harness.errors import CheckFailed, UsageError, UserError
-from harness.publication.canonical import canonical_bytes
-from harness.publication.freeze import FREEZE_FILE, freeze_digest, frozen_refusal, load_freeze, write_freeze
-from harness.publication.identity import identity_of
+from agentrel.harness.errors import CheckFailed, UsageError, UserError
+from agentrel.harness.publication.canonical import canonical_bytes
+from agentrel.harness.publication.freeze import (
+    FREEZE_FILE,
+    freeze_digest,
+    frozen_refusal,
+    load_freeze,
+    write_freeze,
+)
+from agentrel.harness.publication.identity import identity_of
 from tests.publication.factory import FROZEN_AT, manifest, results_dir
 
 

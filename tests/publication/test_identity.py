@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.publication import identity as identity_module
-from harness.publication.evaluator import EVALUATOR_SOURCES, evaluator_manifest
-from harness.publication.identity import diff_identity, identity_of, refusal_message
-from harness.publication.policy import POLICY_FILE, load_policy
+from agentrel.harness.publication import identity as identity_module
+from agentrel.harness.publication.evaluator import EVALUATOR_SOURCES, evaluator_manifest
+from agentrel.harness.publication.identity import diff_identity, identity_of, refusal_message
+from agentrel.harness.publication.policy import POLICY_FILE, load_policy
 from tests.publication.factory import manifest
 
 PACKAGES = {"dsl", "analysis", "harness"}

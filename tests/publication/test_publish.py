@@ -7,16 +7,16 @@ import sys
 
 import pytest
 
-from harness.publication import evidence as evidence_module
-from harness.publication.canonical import canonical_bytes
-from harness.publication.evidence import read_evidence
-from harness.publication.identity import ProtocolIdentity
-from harness.publication.registry import read_registry
+from agentrel.harness.publication import evidence as evidence_module
+from agentrel.harness.publication.canonical import canonical_bytes
+from agentrel.harness.publication.evidence import read_evidence
+from agentrel.harness.publication.identity import ProtocolIdentity
+from agentrel.harness.publication.registry import read_registry
 from tests.publication import factory
 
 
 def run_cli(args, monkeypatch, capsys):
-    from harness.cli.main import main
+    from agentrel.harness.cli.main import main
 
     monkeypatch.setattr(sys, "argv", ["agentrel", *map(str, args)])
     capsys.readouterr()
@@ -40,8 +40,8 @@ def test_freeze_then_publish_writes_a_registered_self_contained_scorecard(
     results = factory.results_dir(tmp_path / "r", m)
     code, out, _ = run_cli(["protocol", "freeze", results, "--by", "alice"], monkeypatch, capsys)
     assert code == 0 and "frozen by alice" in out
-    from harness.publication.freeze import freeze_digest, load_freeze
-    from harness.publication.identity import identity_of
+    from agentrel.harness.publication.freeze import freeze_digest, load_freeze
+    from agentrel.harness.publication.identity import identity_of
 
     freeze = load_freeze(results)
     records = factory.complete_records(m, identity_of(m).protocol_hash, freeze_digest(freeze))
@@ -83,7 +83,7 @@ def test_an_ineligible_matrix_writes_only_an_evidence_report_and_exits_1(
 
 
 def test_an_earlier_publication_of_other_evidence_is_set_aside_not_overwritten(tmp_path, registry):
-    from harness.publication.publish import publish
+    from agentrel.harness.publication.publish import publish
 
     results, _, _ = factory.frozen_results(tmp_path / "r", factory.manifest())
     first = publish(results)
@@ -98,7 +98,7 @@ def test_an_earlier_publication_of_other_evidence_is_set_aside_not_overwritten(t
 
 
 def test_lost_evidence_cannot_publish(tmp_path, registry):
-    from harness.publication.publish import publish
+    from agentrel.harness.publication.publish import publish
 
     results, _, _ = factory.frozen_results(tmp_path / "r", factory.manifest())
     for dump in (results / "dumps").iterdir():
@@ -152,7 +152,7 @@ def test_a_damaged_line_is_named_by_its_number(tmp_path):
     lines = (results / "runs.jsonl").read_text().splitlines(keepends=True)
     lines[3] = "{not json\n"
     (results / "runs.jsonl").write_text("".join(lines))
-    from harness.errors import UserError
+    from agentrel.harness.errors import UserError
 
     with pytest.raises(UserError, match=r"runs.jsonl:4: not a JSON record"):
         read_evidence(results / "runs.jsonl")
@@ -161,7 +161,7 @@ def test_a_damaged_line_is_named_by_its_number(tmp_path):
 def test_an_eligible_fault_matrix_carries_analysis_s_fault_scores_and_its_receipt_logs_count(
     tmp_path, registry
 ):
-    from harness.publication.publish import publish
+    from agentrel.harness.publication.publish import publish
 
     faults = [{"task": "itsm-hard", "fault_id": "lost-1", "kind": "lost_response"}]
     results, _, _ = factory.frozen_results(tmp_path / "r", factory.manifest(faults=faults))
@@ -184,7 +184,7 @@ def test_an_eligible_fault_matrix_carries_analysis_s_fault_scores_and_its_receip
 
 
 def test_the_status_line_analyze_can_open_with(tmp_path):
-    from harness.publication.publish import eligibility_of, status_line
+    from agentrel.harness.publication.publish import eligibility_of, status_line
 
     results, _, _ = factory.frozen_results(tmp_path / "r", factory.manifest())
     assert status_line(eligibility_of(results)).startswith("publishable: frozen protocol")

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from harness.audit import audit
-from harness.errors import UsageError
-from harness.publication.freeze import freeze_digest, load_freeze, write_freeze
-from harness.publication.publish import publish
-from harness.publication.registry import read_registry
+from agentrel.harness.audit import audit
+from agentrel.harness.errors import UsageError
+from agentrel.harness.publication.freeze import freeze_digest, load_freeze, write_freeze
+from agentrel.harness.publication.publish import publish
+from agentrel.harness.publication.registry import read_registry
 
 TASK = "csm-double-charge"
 SCHEDULE = """\

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import IntegrityFailure, Refused, UsageError
-from harness.publication.registry import (
+from agentrel.harness.errors import IntegrityFailure, Refused, UsageError
+from agentrel.harness.publication.registry import (
     GENESIS,
     read_registry,
     register,
@@ -150,7 +150,7 @@ def test_concurrent_writers_append_in_turn(tmp_path):
 
 
 def run_cli(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
-    from harness.cli.main import main
+    from agentrel.harness.cli.main import main
 
     monkeypatch.setattr(sys, "argv", ["agentrel", *args])
     capsys.readouterr()

@@ -6,15 +6,15 @@ import re
 
 import pytest
 
-from harness.publication.eligibility import validate
-from harness.publication.evidence import evidence_from_records
-from harness.publication.evidence_report import IncompleteEvidenceReport
-from harness.publication.freeze import freeze_digest, make_freeze
-from harness.publication.identity import identity_of
-from harness.publication.policy import load_policy
-from harness.publication.publish import publish
-from harness.publication.schemas import SCHEMA_DIR, generated
-from harness.publication.scorecard import PublishableScorecard
+from agentrel.harness.publication.eligibility import validate
+from agentrel.harness.publication.evidence import evidence_from_records
+from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
+from agentrel.harness.publication.freeze import freeze_digest, make_freeze
+from agentrel.harness.publication.identity import identity_of
+from agentrel.harness.publication.policy import load_policy
+from agentrel.harness.publication.publish import publish
+from agentrel.harness.publication.schemas import SCHEMA_DIR, generated
+from agentrel.harness.publication.scorecard import PublishableScorecard
 from tests.publication import factory
 
 POLICY = load_policy()

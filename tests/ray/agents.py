@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.agents.base import AgentKind, AgentResult, Episode
-from harness.agents.registry import agent_adapter
+from agentrel.harness.agents.base import AgentKind, AgentResult, Episode
+from agentrel.harness.agents.registry import agent_adapter
 
 
 class SlowOracle:

@@ -17,14 +17,14 @@ def ray_address(agentrel_home: Path) -> Iterator[str]:
     from ray import cloudpickle
 
     import tests.ray.agents
-    from harness.executors.ray import start_local_ray
+    from agentrel.harness.executors.ray import start_local_ray
 
     start_local_ray(WORKERS)
     # Actors unpickle the setup hook by value: the tests package need not be importable in a worker.
     cloudpickle.register_pickle_by_value(tests.ray.agents)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
-    from sandbox.servers.local import LocalCluster
+    from agentrel.sandbox.servers.local import LocalCluster
 
     for home in sorted((agentrel_home / "ray").glob("slot-*")):
         LocalCluster(home).destroy()

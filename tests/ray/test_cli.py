@@ -16,7 +16,9 @@ WITHOUT_RAY = (
 
 
 def agentrel(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "harness.cli", *args]
+    command = (
+        [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "agentrel.harness.cli", *args]
+    )
     return subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=300)
 
 
@@ -93,7 +95,7 @@ def test_executor_ray_starts_its_own_local_ray_when_given_no_address(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
-    from harness.records import ResultsDir
+    from agentrel.harness.records import ResultsDir
 
     records = ResultsDir(results).records()
     assert len(records) == 2 and all(r.valid for r in records)

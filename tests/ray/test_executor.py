@@ -12,10 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-from harness.audit import audit
-from harness.executors import Executor
-from harness.executors.ray import RayExecutor, ray_executor
-from harness.records import ResultsDir
+from agentrel.harness.audit import audit
+from agentrel.harness.executors import Executor
+from agentrel.harness.executors.ray import RayExecutor, ray_executor
+from agentrel.harness.records import ResultsDir
 from tests.ray.agents import register
 from tests.ray.conftest import WORKERS
 
@@ -120,7 +120,7 @@ def test_resume_after_the_driver_is_killed(sandbox, tmp_path, ray_address, slot_
     reference = run(sandbox, tmp_path / "local", tasks=TASKS[:1], k=k)
     crashed = tmp_path / "crashed"
     args = [
-        *(sys.executable, "-m", "harness.cli", "audit"),
+        *(sys.executable, "-m", "agentrel.harness.cli", "audit"),
         *("--model", "reference/stochastic", "--k", str(k), "--tasks", TASKS[0], "-j", "2"),
         *("--executor", "ray", "--ray-address", ray_address, "--workers", str(WORKERS)),
         *("--results", str(crashed), "--no-report"),

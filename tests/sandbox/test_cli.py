@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from dsl.state import load
+from agentrel.dsl.state import load
 
 
 def agentrel(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "agentrel.harness.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

@@ -7,10 +7,10 @@ import textwrap
 import psycopg
 import pytest
 
-from dsl.state import load
-from sandbox.dump import dump_database
-from sandbox.seed import generate
-from sandbox.servers.local import LocalCluster
+from agentrel.dsl.state import load
+from agentrel.sandbox.dump import dump_database
+from agentrel.sandbox.seed import generate
+from agentrel.sandbox.servers.local import LocalCluster
 
 
 def test_seed_template_matches_the_generated_data(sandbox):
@@ -63,7 +63,7 @@ def test_dump_file_round_trips_and_normalizes_values(sandbox, tmp_path):
 
 
 def test_two_fresh_clusters_under_different_homes_give_the_same_seed_digest(tmp_path, sandbox):
-    from sandbox.sandbox import Sandbox
+    from agentrel.sandbox.sandbox import Sandbox
 
     server = LocalCluster(tmp_path / "second-home")
     try:
@@ -78,8 +78,8 @@ def test_orphaned_run_databases_from_a_crash_are_dropped_at_next_start(sandbox, 
     # A child process creates a run database and is killed -9 before it can clean up.
     script = textwrap.dedent(f"""
         import os, sys, time
-        from sandbox.servers.local import LocalCluster
-        from sandbox.databases import Databases, Template
+        from agentrel.sandbox.servers.local import LocalCluster
+        from agentrel.sandbox.databases import Databases, Template
         dbs = Databases(LocalCluster())
         name = dbs.create_run(Template({sandbox.seed_template().name!r}, ""))
         print(name, flush=True)
@@ -102,7 +102,7 @@ def test_orphaned_run_databases_from_a_crash_are_dropped_at_next_start(sandbox, 
 
 
 def test_fixture_sql_error_names_the_task(sandbox):
-    from sandbox.servers import SandboxError
+    from agentrel.sandbox.servers import SandboxError
 
     with pytest.raises(SandboxError, match="fixture SQL failed"):
         sandbox.dbs.task_template(sandbox.seed_template(), "t-bad", "UPDATE nope SET x = 1")
@@ -110,8 +110,8 @@ def test_fixture_sql_error_names_the_task(sandbox):
 
 
 def test_post_run_dump_rereads_exactly_the_written_tables(sandbox):
-    from sandbox import tracking
-    from sandbox.dump import connect_canonical, dump_run
+    from agentrel.sandbox import tracking
+    from agentrel.sandbox.dump import connect_canonical, dump_run
 
     base_tpl = sandbox.seed_template()
     tpl = sandbox.dbs.task_template(base_tpl, "t-tracking", "UPDATE accounts SET tier = 'gold' WHERE id = 2")
@@ -136,9 +136,9 @@ def test_post_run_dump_rereads_exactly_the_written_tables(sandbox):
 
 
 def test_an_external_server_by_dsn_serves_templates_and_runs(sandbox):
-    from sandbox.databases import Databases
-    from sandbox.servers import resolve_server
-    from sandbox.servers.external import ExternalServer
+    from agentrel.sandbox.databases import Databases
+    from agentrel.sandbox.servers import resolve_server
+    from agentrel.sandbox.servers.external import ExternalServer
 
     server = resolve_server(dsn=sandbox.server.conninfo("postgres"))
     assert isinstance(server, ExternalServer)

@@ -4,9 +4,9 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from sandbox import roles
-from sandbox.dump import connect_canonical, dump_database, dump_run
-from sandbox.tools import ToolBox, all_tools
+from agentrel.sandbox import roles
+from agentrel.sandbox.dump import connect_canonical, dump_database, dump_run
+from agentrel.sandbox.tools import ToolBox, all_tools
 
 
 @pytest.fixture()
@@ -107,8 +107,8 @@ def test_a_runs_role_goes_with_its_database_and_orphaned_roles_are_dropped(sandb
 
 
 def test_an_owner_that_cannot_create_roles_runs_unconfined_with_a_warning(sandbox, capsys):
-    from sandbox.databases import Databases
-    from sandbox.servers.external import ExternalServer
+    from agentrel.sandbox.databases import Databases
+    from agentrel.sandbox.servers.external import ExternalServer
 
     with sandbox.dbs.admin() as conn:
         conn.execute("DROP ROLE IF EXISTS agentrel_test_plain")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sandbox.dump import dump_database
-from sandbox.tools import ToolBox, all_tools
+from agentrel.sandbox.dump import dump_database
+from agentrel.sandbox.tools import ToolBox, all_tools
 
 
 @pytest.fixture()
@@ -127,7 +127,7 @@ def test_work_notes_are_written_as_the_acting_user(box):
 
 
 def test_a_runaway_statement_is_cut_off_as_a_tool_error(sandbox, run_db):
-    from sandbox.tools.base import Tool, obj
+    from agentrel.sandbox.tools.base import Tool, obj
 
     def slow(ctx, args):
         ctx.conn.execute("SELECT pg_sleep(5)")
@@ -142,7 +142,7 @@ def test_a_runaway_statement_is_cut_off_as_a_tool_error(sandbox, run_db):
 def test_the_budget_bounds_the_whole_call_not_each_statement(sandbox, run_db):
     import time
 
-    from sandbox.tools.base import Tool, obj
+    from agentrel.sandbox.tools.base import Tool, obj
 
     def many_slow(ctx, args):
         ctx.conn.execute(
@@ -227,7 +227,7 @@ def test_money_is_stored_as_rounded(box):
 
 
 def test_long_text_is_refused_with_a_short_error(box):
-    from sandbox.tools.base import MAX_TEXT, SHOWN
+    from agentrel.sandbox.tools.base import MAX_TEXT, SHOWN
 
     assert all_tools()["add_work_note"].parameters["properties"]["note"]["maxLength"] == MAX_TEXT
     ok = box.call("add_work_note", {"record_table": "incidents", "record_id": 3, "note": "x" * MAX_TEXT})

@@ -30,7 +30,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.records import ResultsDir  # noqa: E402
+from agentrel.harness.records import ResultsDir  # noqa: E402
 
 ALIAS = "smollm2"
 TASKS = ["itsm-laptop-purchase", "csm-quote-apply"]  # the two smallest tool sets of the suite
@@ -131,7 +131,7 @@ def audit(base: str, results: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OPENAI_BASE_URL": base}
     env.pop("OPENAI_API_KEY", None)  # a server on localhost needs none
     command = [
-        *(sys.executable, "-m", "harness.cli", "audit", "--model", f"openai/{ALIAS}"),
+        *(sys.executable, "-m", "agentrel.harness.cli", "audit", "--model", f"openai/{ALIAS}"),
         *("--k", str(K), "--tasks", ",".join(TASKS), "--max-steps", str(MAX_STEPS)),
         *("--concurrency", "1", "--results", str(results), "--no-report"),
     ]
