@@ -61,7 +61,7 @@ test-inspect: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict agentrel/dsl agentrel/analysis
+	$(BIN)/mypy --strict --follow-imports=silent agentrel/dsl agentrel/analysis agentrel/harness/results/status.py agentrel/harness/results/attempts.py
 	$(BIN)/mypy agentrel/sandbox agentrel/harness agentrel/__init__.py
 
 format: $(STAMP)

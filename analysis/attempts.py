@@ -1,10 +1,9 @@
 """Which attempt of a run decides it.
 
-Each line of runs.jsonl is one attempt of a run (model, task, condition, run_index). The harness
-retries an invalid attempt up to a fixed cap and keeps every attempt. The decisive attempt is the
-run's latest valid attempt if it has one, else its latest attempt, so a run whose attempts were all
-invalid is an invalid run; "latest" is the highest attempt number, then the later line. Every other
-attempt is superseded: listed and counted, never rated.
+Each line of runs.jsonl is one attempt of a run (model, task, condition, run_index). The rule is the
+results owner's (`harness.results.attempts`): the first terminal attempt decides, else the latest, so a
+run whose attempts were all invalid is an invalid run and a re-roll after a valid attempt never replaces
+it. Every other attempt is superseded: listed and counted, never rated.
 """
 
 from __future__ import annotations
@@ -13,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from agentrel.analysis.records import VALID, RunRecord
+from agentrel.analysis.records import RunRecord
+from agentrel.harness.results.attempts import rank
 
 RunKey = tuple[str, str, str, int]
 
@@ -34,25 +34,25 @@ class Decided:
 
 def decide(lines: Sequence[tuple[int, RunRecord]]) -> Decided:
     """Pick each run's decisive attempt from (line number, record) pairs (see the module docstring)."""
-    best: dict[RunKey, tuple[tuple[bool, int, int], RunRecord, str]] = {}
+    best: dict[RunKey, tuple[tuple[bool, int, int], RunRecord, str]] = {}  # rank, attempt, status
     attempts: dict[RunKey, int] = {}
     for lineno, rec in lines:
         status = rec.effective_status
         key = (rec.model, rec.task, rec.condition, rec.run_index)
-        rank = (status == VALID, rec.attempt, lineno)
+        ranked = rank(status, rec.attempt, lineno)
         held = best.get(key)
         if held is None:
-            best[key] = (rank, rec, status)
+            best[key] = (ranked, rec, status)
             attempts[key] = 1
             continue
         attempts[key] += 1
-        if rank > held[0]:
-            best[key] = (rank, rec, status)
+        if ranked > held[0]:
+            best[key] = (ranked, rec, status)
     runs = [Run(rec, status, attempts[key]) for key, (_, rec, status) in best.items()]
     superseded = []
     if len(best) < len(lines):  # a second pass only when some run has several attempts
         for lineno, rec in lines:
-            rank, _, _ = best[(rec.model, rec.task, rec.condition, rec.run_index)]
-            if rank[2] != lineno:
+            decided, _, _ = best[(rec.model, rec.task, rec.condition, rec.run_index)]
+            if abs(decided[2]) != lineno:
                 superseded.append((rec, rec.effective_status))
     return Decided(runs, superseded)

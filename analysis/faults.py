@@ -29,7 +29,8 @@ from pydantic import BaseModel
 
 from agentrel.analysis.attempts import Run
 from agentrel.analysis.intervals import clopper_pearson
-from agentrel.analysis.records import VALID, FaultCellInfo, Manifest
+from agentrel.analysis.records import FaultCellInfo, Manifest
+from agentrel.harness.results.status import VALID
 
 NOT_EXPOSED = "not_exposed"
 
@@ -97,7 +98,7 @@ def rate(successes: int, n: int, unresolved: int, alpha: float = 0.05) -> Rate:
 
 
 def run_id(model: str, task: str, condition: str, index: int) -> str:
-    """The harness's run id (harness.records.run_id), rebuilt so missing runs can be named."""
+    """The harness's run id (harness.results.record.run_id), rebuilt so missing runs can be named."""
     return f"{model.replace('/', '_')}__{task}__{condition}__{index:04d}"
 
 

@@ -41,12 +41,12 @@ from agentrel.analysis.normalized import (
 from agentrel.analysis.records import (
     INJECTION_SPEC_PREFIX,
     RECORD_ERROR,
-    VALID,
     Manifest,
     RunRecord,
     Verdict,
     infer_agent_kind,
 )
+from agentrel.harness.results.status import VALID
 
 PROTOCOL_FIELDS = ("protocol_hash", "manifest_hash")
 

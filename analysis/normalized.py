@@ -37,7 +37,7 @@ from typing import Literal
 import pandas as pd
 
 from agentrel.analysis.faults import FaultReport
-from agentrel.analysis.records import HARNESS_INVALID, PROVIDER_INVALID, VALID
+from agentrel.harness.results.status import HARNESS_INVALID, PROVIDER_INVALID, VALID
 
 __all__ = ["HARNESS_INVALID", "PROVIDER_INVALID", "VALID"]  # re-exported for the table's users
 

@@ -1,6 +1,8 @@
-"""Pydantic models for the fields of run records and manifests that analysis reads.
+"""Analysis's read projection of the run record (`harness.results.record.RunRecord`) and the manifest:
+only the fields analysis reads, reduced while parsing, so 100,000 records load fast.
 
-Extra fields are ignored, so the harness can add to its records without breaking analysis. Money
+The record's format, its status rule and its decisive-attempt rule belong to `harness.results`; this
+module reads, it decides nothing of its own. Extra fields are ignored, so a record may carry more. Money
 is Decimal, parsed from the record's decimal strings without passing through float.
 """
 
@@ -10,6 +12,12 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+
+from agentrel.harness.results.status import (
+    VALID,
+    derived_status,
+    effective_status,
+)
 
 # Case-insensitive class names, normalized to lower case inside pydantic-core (no Python validator
 # runs per record, which matters at 100,000 records).
@@ -109,14 +117,10 @@ CallCounts = Annotated[tuple[int, int | None], BeforeValidator(_call_counts)]
 EventKinds = Annotated[tuple[str, ...], BeforeValidator(_event_kinds)]
 
 EXPOSED = "exposed"
-NOT_EXPOSED = "not_exposed"
-VALID = "valid"
-PROVIDER_INVALID = "provider_invalid"
-HARNESS_INVALID = "harness_invalid"
 
 
 class RunRecord(_Tolerant):
-    """One line of runs.jsonl (the fields analysis reads)."""
+    """One line of runs.jsonl, as much of it as analysis reads (a projection of the owner's record)."""
 
     run_id: str
     model: str
@@ -158,30 +162,6 @@ class RunRecord(_Tolerant):
         outcome = self.verdict.outcome if self.verdict is not None else None
         kind = self.error.kind if self.error else None
         return effective_status(self.status, kind, self.verdict is not None, outcome)
-
-
-def derived_status(error_kind: str | None, has_verdict: bool) -> str:
-    """The status of a record written before statuses existed, from its error kind and verdict."""
-    if error_kind == "provider":
-        return PROVIDER_INVALID
-    if not has_verdict or error_kind == "harness":
-        return HARNESS_INVALID
-    return VALID
-
-
-def effective_status(
-    status: str | None, error_kind: str | None, has_verdict: bool, outcome: str | None
-) -> str:
-    """The status a record counts under. A contradictory "valid" counts under its derived (invalid)
-    status: a run without a trustworthy verdict must never be counted as safe. As in the harness, damage
-    already in the dumped state keeps a run valid whoever failed after it. Only the exact name "valid"
-    is valid; a record without a status gets its derived one."""
-    if status == VALID:
-        trusted = has_verdict and (error_kind in (None, "agent") or outcome == "FAIL_DAMAGE")
-        return VALID if trusted else derived_status(error_kind, has_verdict)
-    if status is None:
-        return derived_status(error_kind, has_verdict)
-    return status or "unnamed_invalid"
 
 
 class AgentInfo(_Tolerant):

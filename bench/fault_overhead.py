@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentrel.harness.audit import audit
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 from agentrel.sandbox.sandbox import Sandbox
 
 FAULT_TIMEOUT_S = 1.0  # loopback answers take milliseconds; one second is far past any of them

@@ -57,7 +57,7 @@ from agentrel.harness.publication.identity import identity_of  # noqa: E402
 from agentrel.harness.publication.matrix_check import check_matrix  # noqa: E402
 from agentrel.harness.publication.policy import load_policy  # noqa: E402
 from agentrel.harness.publication.publish import evidence_held, publish  # noqa: E402
-from agentrel.harness.records import run_id  # noqa: E402
+from agentrel.harness.results.record import run_id  # noqa: E402
 
 MODELS, TASKS, FAULTED, K = 5, 45, 10, 200
 DIGESTS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(64)]  # shaped like real digests

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentrel.harness import defaults
 from agentrel.harness.agents import ConfigError
-from agentrel.harness.agents.base import DEFAULT_MAX_STEPS
+from agentrel.harness.batch import run_matrix
 from agentrel.harness.conditions.catalogue import load_catalogue
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from agentrel.harness.conditions.model import resolve_condition
@@ -30,13 +31,12 @@ from agentrel.harness.publication.freeze import freeze_digest, frozen_refusal, l
 from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.policy import load_policy
 from agentrel.harness.recipe import RunRecipe, build_context, resolve_agents
-from agentrel.harness.records import ResultsDir, RunRecord
-from agentrel.harness.runner import DEFAULT_FAULT_TIMEOUT_S, DEFAULT_MAX_ATTEMPTS, run_matrix
+from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.sandbox import Sandbox
 from agentrel.sandbox.tools import all_tools
 
-DEFAULT_TEMPERATURE = 0.6
 MAX_TEMPERATURE = 2.0  # the widest range any provider accepts
 
 
@@ -67,19 +67,19 @@ def audit(
     concurrency: int,
     results: Path,
     sandbox: Sandbox,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    temperature: float = DEFAULT_TEMPERATURE,
+    max_steps: int = defaults.MAX_STEPS,
+    temperature: float = defaults.TEMPERATURE,
     prices_path: Path | None = None,
     conditions: list[str] | None = None,
     show_progress: bool = True,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    max_attempts: int = defaults.MAX_ATTEMPTS,
     say: Callable[[str], None] = lambda message: None,
     executor: ExecutorFactory = local_executor,
     faults: str | None = None,
-    fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S,
+    fault_timeout_s: float = defaults.FAULT_TIMEOUT_S,
     plan_only: bool = False,
 ) -> AuditOutcome:
-    declared = [resolve_condition(c) for c in dict.fromkeys(conditions or ["clean"])]
+    declared = [resolve_condition(c) for c in dict.fromkeys(conditions or [defaults.CONDITION])]
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
         raise UsageError("two --condition values declare the same name; give each condition its own name")
@@ -184,8 +184,13 @@ def audit(
         lost = rd.lost_evidence(attempts)
         if lost:
             first, why = next(iter(lost.items()))
-            say(f"{len(lost)} recorded run(s) lost their evidence and run again (first: {first}: {why})")
-        finished = rd.finished(max_attempts, attempts) - lost.keys()
+            # Not run again: the first valid attempt is final, and a second draw would be a re-roll.
+            say(
+                f"{len(lost)} recorded run(s) lost their evidence (first: {first}: {why}); their records "
+                "still count in analysis, but they cannot be published (evidence_lost): restore the files "
+                "from a backup, or audit again into a new --results directory"
+            )
+        finished = rd.finished(max_attempts, attempts)
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
         frozen_by = freeze_digest(freeze) if freeze is not None else None
         recipe = recipe.model_copy(update={"protocol_hash": protocol, "frozen_by": frozen_by})

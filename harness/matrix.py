@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentrel.harness.faults.schedule import fault_condition
-from agentrel.harness.records import run_id
+from agentrel.harness.results.record import run_id
 
 
 def run_seed(task_id: str, condition: str, run_index: int) -> str:

@@ -80,7 +80,10 @@ def build_server(
 ) -> Server[Any]:
     """The task's tools as an MCP server; `faults` is the HTTP face that delivers the noise layer's draws."""
     task = session.prepared.task
-    tools = [types.Tool.model_validate(t.mcp_schema()) for t in session.prepared.tools.values()]
+    tools = [
+        types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
+        for t in session.prepared.tools.values()
+    ]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

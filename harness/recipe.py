@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agentrel.harness import defaults
 from agentrel.harness.agents import ConfigError, resolve_agent
-from agentrel.harness.agents.base import DEFAULT_MAX_STEPS, Agent
+from agentrel.harness.agents.base import Agent
 from agentrel.harness.conditions.catalogue import Catalogue, load_catalogue
 from agentrel.harness.conditions.layers import RunCondition, for_run
 from agentrel.harness.conditions.model import Condition
@@ -19,7 +20,7 @@ from agentrel.harness.errors import UsageError
 from agentrel.harness.faults.schedule import ResolvedSchedule
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.prices import load_prices
-from agentrel.harness.runner import DEFAULT_FAULT_TIMEOUT_S, RunContext
+from agentrel.harness.runner import RunContext
 from agentrel.harness.tasks import Task, load_suite
 from agentrel.sandbox.sandbox import Sandbox
 
@@ -33,10 +34,10 @@ class RunRecipe(BaseModel):
     conditions: list[Condition]
     protocol_hash: str = ""
     prices_path: str | None = None
-    max_steps: int = DEFAULT_MAX_STEPS
+    max_steps: int = defaults.MAX_STEPS
     run_timeout_s: float = 1800.0
     schedule: ResolvedSchedule | None = None
-    fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S
+    fault_timeout_s: float = defaults.FAULT_TIMEOUT_S
     frozen_by: str | None = None  # the digest of the protocol freeze the runs are recorded under
 
 

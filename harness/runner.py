@@ -1,10 +1,11 @@
-"""The audit's runs: each pending (model, task, condition, index) attempted, labelled and recorded.
+"""Running one attempt: a pending (model, task, condition, index) attempted, labelled and recorded.
 
 Every attempt goes through one `RunSession` (clone, tool pipeline, dump before drop, judge). What the
-attempt says about the agent is its status (`harness.status`): an invalid attempt is recorded and the run
-is attempted again at once, up to the attempt cap; a finished attempt is one appended line, written after
-its transcript, so stopping at any moment loses at most the attempts in flight, which the next invocation
-of the same command runs again. Refused credentials stop every run at once and record none of them.
+attempt says about the agent is its status (`harness.results.status`). `execute` runs an attempt and
+writes nothing; `record_attempt` is the driver's half (the dump, then the transcript, then the record,
+appended last, so stopping at any moment loses at most the attempts in flight). Driving a batch of
+attempts, with retries up to the cap, is `harness.batch`. Refused credentials stop every run at once
+and record none of them.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentrel.dsl.api import RunFacts
 from agentrel.dsl.state import State
-from agentrel.harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
+from agentrel.harness import defaults
+from agentrel.harness.agents.base import Agent, AgentError, AgentResult, Episode
 from agentrel.harness.conditions.layers import RunCondition
 from agentrel.harness.episode import PreparedTask
 from agentrel.harness.errors import AuthFailure
@@ -30,20 +32,13 @@ from agentrel.harness.faults.receipts import ReceiptLog
 from agentrel.harness.faults.schedule import ResolvedSchedule, TriggerState
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.prices import Price, cost
-from agentrel.harness.progress import ProgressManager
-from agentrel.harness.records import STAMP, FaultOutcome, ResultsDir, RunError, RunRecord, Timings, TokenUsage
 from agentrel.harness.redact import redact
+from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.results.record import STAMP, FaultOutcome, RunError, RunRecord, Timings, TokenUsage
+from agentrel.harness.results.status import Failure, fault_status, run_status
 from agentrel.harness.session import Finished, RunSession
-from agentrel.harness.status import Failure, fault_status, run_status
 from agentrel.sandbox.sandbox import Sandbox
 
-if TYPE_CHECKING:
-    from agentrel.harness.executors import Executor
-
-DEFAULT_MAX_ATTEMPTS = 3
-# A fault run's transport timeout: loopback answers take milliseconds, well under a second on a loaded
-# 2-core machine; a lost response or a partition waits it out once.
-DEFAULT_FAULT_TIMEOUT_S = 2.5
 DEFAULT_PARTITION_S = 1.0
 
 
@@ -56,14 +51,14 @@ class RunContext:
     agents: dict[str, Agent]
     protocol_hash: str
     prices: dict[str, Price]
-    max_steps: int = DEFAULT_MAX_STEPS
+    max_steps: int = defaults.MAX_STEPS
     run_timeout_s: float = 1800.0
     conditions: Callable[[RunPlan], RunCondition] = lambda plan: RunCondition()
     schedule: ResolvedSchedule | None = None
     # Receipts are fsynced here by the slot that faults, before recovery starts: the one write outside
     # the driver, since the record (which carries them too) is only written once the run has ended.
     receipts: Path | None = None
-    fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S
+    fault_timeout_s: float = defaults.FAULT_TIMEOUT_S
     frozen_by: str | None = None
 
 
@@ -158,7 +153,11 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     outcome = _fault_outcome(fault)
     record = RunRecord(
         **head,
-        status=fault_status(run_status(failure, verdict), outcome),
+        status=fault_status(
+            run_status(failure, verdict.outcome if verdict else None),
+            outcome.fired if outcome is not None else None,
+            outcome is not None and outcome.verdict == "witnessed",
+        ),
         verdict=verdict,
         error=RunError(kind=failure or "agent", message=message) if message else None,
         events=session.events,
@@ -246,60 +245,3 @@ async def _act(agent: Agent, episode: Episode, timeout_s: float) -> AgentResult:
         return AgentResult(None, error=f"run exceeded {timeout_s:.0f} s", failure="agent")
     except Exception as exc:  # a bug in an agent loop: the harness failed, but the state is still read
         return AgentResult(None, error=f"{type(exc).__name__}: {exc}"[:500], failure="harness")
-
-
-async def run_matrix(
-    executor: Executor,
-    results: ResultsDir,
-    bases: dict[str, State],
-    plans: list[tuple[RunPlan, int]],
-    max_attempts: int,
-    progress: ProgressManager,
-) -> list[RunRecord]:
-    """Attempt every (plan, first attempt number) on the executor's slots and record each attempt here;
-    an invalid attempt is queued again while under the cap. `bases`: each task's template state."""
-    queue: asyncio.Queue[tuple[RunPlan, int]] = asyncio.Queue()
-    for item in plans:
-        queue.put_nowait(item)
-    done: list[RunRecord] = []
-
-    async def worker() -> None:
-        while True:
-            try:
-                plan, attempt = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            outcome = await executor.attempt(plan, attempt)
-            record = await asyncio.to_thread(record_attempt, results, bases[plan.task], outcome)
-            done.append(record)
-            retry = not record.terminal and attempt < max_attempts
-            if retry:
-                queue.put_nowait((plan, attempt + 1))
-            progress.attempted(
-                damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE" and record.valid),
-                invalid=not record.terminal,
-                retry=retry,
-            )
-
-    await executor.start()
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(executor.slots, len(plans))))]
-    try:
-        await _first_failure(workers)
-    finally:
-        # On Ctrl-C or a fatal error every worker is cancelled once; let each finish its cleanup (drop its
-        # run database) rather than cancelling it again mid-cleanup.
-        for w in workers:
-            w.cancel()
-        await asyncio.wait(workers)
-        await executor.close()
-    return done
-
-
-async def _first_failure(workers: list[asyncio.Task[Any]]) -> None:
-    """Wait for every worker; the first one to raise (refused credentials, a full disk) stops them all."""
-    pending: set[asyncio.Task[Any]] = set(workers)
-    while pending:
-        finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
-        for task in finished:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]

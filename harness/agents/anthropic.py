@@ -39,7 +39,7 @@ class AnthropicWire:
         return [{"role": "user", "content": user}]
 
     def tool_schema(self, tool: Any) -> dict[str, Any]:
-        return tool.anthropic_schema()
+        return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
 
     def request(
         self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]

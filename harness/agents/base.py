@@ -6,11 +6,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from agentrel.harness import defaults
+from agentrel.harness.results.status import Failure
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 
 AgentKind = Literal["model", "reference", "scripted"]
-DEFAULT_MAX_STEPS = 30
+DEFAULT_MAX_STEPS = defaults.MAX_STEPS
 
 
 class AgentError(Exception):
@@ -44,9 +46,6 @@ class Episode:
     seed: str
     call: Callable[[str, Any], Awaitable[ToolResult]]
     max_steps: int = DEFAULT_MAX_STEPS
-
-
-Failure = Literal["agent", "provider", "harness"]
 
 
 @dataclass

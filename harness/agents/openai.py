@@ -40,7 +40,10 @@ class OpenAIWire:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def tool_schema(self, tool: Any) -> dict[str, Any]:
-        return tool.openai_schema()
+        return {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+        }
 
     def request(
         self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]

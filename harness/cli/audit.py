@@ -11,12 +11,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agentrel.harness import defaults
 from agentrel.harness.cli.errors import ExitCode
 from agentrel.harness.cli.options import Backend, Dsn, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
-    from agentrel.harness.records import RunRecord
+    from agentrel.harness.results.record import RunRecord
 
 out = Console()
 err = Console(stderr=True, highlight=False)
@@ -31,9 +32,11 @@ def _agents_help() -> str:
 def audit(
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", "-m", help=_agents_help() + " Default: reference/stochastic."),
+        typer.Option("--model", "-m", help=_agents_help() + f" Default: {defaults.MODEL}."),
     ] = None,
-    k: Annotated[int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")] = 16,
+    k: Annotated[
+        int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")
+    ] = defaults.K,
     tasks: Annotated[
         list[str] | None,
         typer.Option("--tasks", help="Task id glob(s); repeat or comma-separate. Default: all."),
@@ -59,7 +62,7 @@ def audit(
     fault_timeout: Annotated[
         float,
         typer.Option("--fault-timeout", min=0.1, help="Fault runs: the tool client's transport timeout (s)."),
-    ] = 2.5,
+    ] = defaults.FAULT_TIMEOUT_S,
     plan: Annotated[
         bool,
         typer.Option(
@@ -67,11 +70,15 @@ def audit(
             help="Resolve the matrix and write the manifest without running anything (then freeze it).",
         ),
     ] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")] = 4,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")
+    ] = defaults.CONCURRENCY,
     results: Annotated[
         Path | None, typer.Option("--results", help="Results directory (default results/<models>-k<K>).")
     ] = None,
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.")] = 30,
+    max_steps: Annotated[
+        int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.")
+    ] = defaults.MAX_STEPS,
     max_attempts: Annotated[
         int,
         typer.Option(
@@ -79,8 +86,10 @@ def audit(
             min=1,
             help="Attempts per run when the provider or the harness fails (every attempt is kept).",
         ),
-    ] = 3,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.6,
+    ] = defaults.MAX_ATTEMPTS,
+    temperature: Annotated[
+        float, typer.Option("--temperature", help="Sampling temperature.")
+    ] = defaults.TEMPERATURE,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
     report: Annotated[
         bool,
@@ -128,11 +137,11 @@ def audit(
     from agentrel.harness.audit import audit as run_audit
     from agentrel.harness.audit import default_results_dir
     from agentrel.harness.executors import resolve_executor
-    from agentrel.harness.records import ResultsDir
+    from agentrel.harness.results.directory import ResultsDir
     from agentrel.sandbox.sandbox import Sandbox
 
-    models = split_list(model or ["reference/stochastic"])
-    patterns = split_list(tasks or ["*"])
+    models = split_list(model or [defaults.MODEL])
+    patterns = split_list(tasks or [defaults.TASKS])
     results = results or default_results_dir(models, k, patterns)
     slots = resolve_executor(executor, ray_address, workers)
     try:
@@ -142,7 +151,7 @@ def audit(
                 models=models,
                 k=k,
                 task_patterns=patterns,
-                conditions=split_list(condition or ["clean"]),
+                conditions=split_list(condition or [defaults.CONDITION]),
                 concurrency=concurrency,
                 results=results,
                 sandbox=sb,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import typer
@@ -15,6 +14,21 @@ except ImportError:  # pragma: no cover - an older typer raises click's own
     from click.exceptions import ClickException  # type: ignore[assignment]
     from click.exceptions import UsageError as ClickUsageError  # type: ignore[assignment]
 
+from agentrel.harness.cli import (
+    analyze,
+    audit,
+    compare,
+    export,
+    faults,
+    mcp,
+    protocol,
+    publish,
+    registry,
+    sandbox,
+    spec,
+    tasks,
+    view,
+)
 from agentrel.harness.cli.errors import ExitCode, exit_code
 from agentrel.harness.errors import UserError
 
@@ -26,30 +40,23 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-# Each module exposes `register(app)`; a module that is not built yet is simply absent.
-COMMAND_MODULES = (
-    "sandbox",
-    "spec",
-    "tasks",
-    "mcp",
-    "audit",
-    "analyze",
-    "export",
-    "view",
-    "faults",
-    "compare",
-    "registry",
-    "protocol",
-    "publish",
-)
-
-for _name in COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"agentrel.harness.cli.{_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"agentrel.harness.cli.{_name}":
-            raise
-        continue
+# One module per command group, each exposing `register(app)`; registered explicitly, so a module that
+# fails to import fails the CLI loudly instead of silently dropping its commands.
+for _module in (
+    sandbox,
+    spec,
+    tasks,
+    mcp,
+    audit,
+    analyze,
+    export,
+    view,
+    faults,
+    compare,
+    registry,
+    protocol,
+    publish,
+):
     _module.register(app)
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from agentrel.dsl.state import Key, Row, State, TableState
 from agentrel.harness.matrix import RunPlan
-from agentrel.harness.records import RunError, RunRecord
+from agentrel.harness.results.record import RunError, RunRecord
+from agentrel.harness.results.status import run_status
 from agentrel.harness.runner import Attempt, RunContext, record_head
-from agentrel.harness.status import run_status
 
 Delta = dict[str, tuple[dict[Key, Row], list[Key]]]  # table -> (rows inserted or changed, keys deleted)
 

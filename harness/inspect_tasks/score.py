@@ -18,8 +18,8 @@ from typing import Any
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
-from agentrel.analysis.records import VALID, effective_status
 from agentrel.harness.inspect_tasks.run import STORE_KEY
+from agentrel.harness.results.status import VALID, effective_status
 
 INVALID = "INVALID"
 DAMAGE = "FAIL_DAMAGE"

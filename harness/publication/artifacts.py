@@ -5,7 +5,7 @@ The evidence root commits to the digests; this checks the bytes behind the trans
 present (the resume reads dumps to their checksums; a publication does not re-read every state), and that
 the receipts a record carries are the ones the harness fsynced in `receipts/<run id>.<attempt>.jsonl`
 before recovery (a record edited to claim a witness the log never saw differs from it). Reads only; the
-validator turns what it finds into `evidence_missing`.
+validator turns what it finds into `evidence_lost`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agentrel.harness.publication.canonical import parse_canonical, part_bytes, sha256_hex
 from agentrel.harness.publication.evidence import Evidence
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 
 __all__ = ["artifact_problems"]
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrel.harness.faults.receipts import FaultKind
 from agentrel.harness.faults.schedule import fault_condition
-from agentrel.harness.records import run_id
+from agentrel.harness.results.record import run_id
 
 __all__ = [
     "NO_FAULT",

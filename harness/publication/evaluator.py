@@ -36,7 +36,7 @@ EVALUATOR_SOURCES: tuple[tuple[str, str], ...] = (
     ("dsl", "*.py"),
     ("dsl", "*.lark"),
     ("harness", "episode.py"),
-    ("harness", "status.py"),
+    ("harness/results", "*.py"),
     ("harness", "matrix.py"),
     ("harness/faults", "receipts.py"),
     ("analysis", "*.py"),

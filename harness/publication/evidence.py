@@ -28,11 +28,12 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from agentrel.analysis.records import RECORD_ERROR, VALID, Verdict, effective_status
+from agentrel.analysis.records import RECORD_ERROR, Verdict
 from agentrel.harness.errors import UserError
 from agentrel.harness.faults.receipts import ActuatorReceipt, WitnessReceipt, verdict
 from agentrel.harness.gc_paused import collector_paused
 from agentrel.harness.publication.canonical import CanonicalError, parse_canonical, part_bytes
+from agentrel.harness.results.status import VALID, effective_status
 
 __all__ = ["Evidence", "RecordFacts", "evidence_from_records", "facts_of", "merkle_root", "read_evidence"]
 
@@ -170,7 +171,7 @@ def _broken(leaf: str, rec: Mapping[str, Any], problem: str) -> RecordFacts:
 
 
 def _witness_problem(fault: Any) -> str | None:
-    """None when a fault run's record shows its fault landed (harness.records.FaultOutcome): it fired,
+    """None when a fault run's record shows its fault landed (harness.results.record.FaultOutcome): it fired,
     both receipts are there for its fault id, the verdict recomputed from them (as the injector computes
     it) is `witnessed`, and so is every verdict the record states."""
     if not isinstance(fault, dict) or not fault.get("fired"):

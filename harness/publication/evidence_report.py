@@ -104,6 +104,7 @@ class IncompleteEvidenceReport(ProtocolParts):
     malformed_records: tuple[RunRef, ...]
     duplicate_runs: tuple[str, ...]
     over_cap_runs: tuple[str, ...]
+    rerolled_runs: tuple[str, ...]  # an attempt recorded after the run's terminal one
     attempt_gaps: tuple[str, ...]
     attempt_history: tuple[AttemptHistory, ...]
     matrix_problems: tuple[str, ...]
@@ -162,6 +163,7 @@ class IncompleteEvidenceReport(ProtocolParts):
             malformed_records=tuple(_run(r, r.problem) for r in check.malformed),
             duplicate_runs=tuple(check.duplicates),
             over_cap_runs=tuple(check.over_cap),
+            rerolled_runs=tuple(check.rerolled),
             attempt_gaps=tuple(check.gaps),
             attempt_history=tuple(
                 AttemptHistory(

@@ -22,7 +22,7 @@ from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError,
 from agentrel.harness.publication.canonical import canonical_bytes, canonical_hash
 from agentrel.harness.publication.identity import ProtocolIdentity, identity_of
 from agentrel.harness.publication.policy import Policy
-from agentrel.harness.records import STAMP
+from agentrel.harness.results.record import STAMP
 
 __all__ = [
     "FREEZE_FILE",

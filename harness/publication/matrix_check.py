@@ -3,9 +3,10 @@
 The proof (eligibility.py) keeps the counts and reason codes; the evidence report keeps the lists. Both
 come from one `MatrixCheck`, so what a report shows is what the decision was made on.
 
-Each run id's decisive attempt is chosen as analysis.attempts chooses it (valid first, then the highest
-attempt number), then a measured status, and last the record's leaf hash instead of its line, so that the
-order of the lines never changes which attempt decides.
+Each run id's decisive attempt is chosen by the results owner's rule (`harness.results.attempts`: the
+first terminal attempt, else the latest), with the record's leaf hash in place of its line, so that the
+order of the lines never changes which attempt decides. An attempt after a terminal one is a re-roll and
+makes the run ineligible (`attempt_after_valid`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrel.analysis.records import NOT_EXPOSED, VALID
 from agentrel.harness.matrix import run_seed
 from agentrel.harness.publication.cells import NO_FAULT, Cell, CellInfo, cell_id, registered_cells
 from agentrel.harness.publication.evidence import Evidence, RecordFacts
 from agentrel.harness.publication.freeze import Freeze, freeze_digest
 from agentrel.harness.publication.identity import PARTS, ProtocolIdentity
 from agentrel.harness.publication.policy import Policy
-from agentrel.harness.records import run_id
+from agentrel.harness.results.attempts import rank
+from agentrel.harness.results.record import run_id
+from agentrel.harness.results.status import NOT_EXPOSED, TERMINAL
 
 __all__ = ["MatrixCheck", "StratumCounts", "check_matrix", "decide"]
 
@@ -57,6 +59,7 @@ class MatrixCheck:
     extra: list[RecordFacts] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)  # run ids
     over_cap: list[str] = field(default_factory=list)
+    rerolled: list[str] = field(default_factory=list)  # run ids with an attempt after a terminal one
     gaps: list[str] = field(default_factory=list)
     invalid: list[RecordFacts] = field(default_factory=list)  # decisive attempts not measured
     unwitnessed: list[tuple[Cell, str]] = field(default_factory=list)
@@ -97,7 +100,7 @@ def check_matrix(
     _check_cells(out, policy)
     out.artifact_problems = tuple(sorted(artifact_problems))
     if artifact_problems:
-        out.reasons["evidence_missing"] += len(artifact_problems)
+        out.reasons["evidence_lost"] += len(artifact_problems)
     _sort(out)
     return out
 
@@ -146,13 +149,13 @@ def _check_records(
         out.reasons[why] += 1
 
 
-def _rank(rec: RecordFacts, measured: set[str]) -> tuple[bool, bool, int, str]:
-    return (rec.status == VALID, rec.status in measured, rec.attempt, rec.leaf)
+def _rank(rec: RecordFacts) -> tuple[bool, int, int]:
+    return rank(rec.status, rec.attempt, int(rec.leaf, 16))
 
 
-def decide(attempts: Sequence[RecordFacts], measured: set[str]) -> RecordFacts:
+def decide(attempts: Sequence[RecordFacts]) -> RecordFacts:
     """A run's decisive attempt (see the module docstring)."""
-    return max(attempts, key=lambda r: _rank(r, measured))
+    return max(attempts, key=_rank)
 
 
 CellKey = tuple[str, str, str, str | None, int]
@@ -176,7 +179,10 @@ def _check_runs(out: MatrixCheck, cap: int | None, measured: set[str]) -> None:
                 out.reasons["attempt_gap"] += 1
         else:
             _check_attempts(out, rid, attempts, cap)
-            best = decide(attempts, measured)
+            best = decide(attempts)
+            if best.status in TERMINAL and any(r.attempt > best.attempt for r in attempts):
+                out.rerolled.append(rid)
+                out.reasons["attempt_after_valid"] += 1
         out.decided[rid] = best
         key = best[2:7]
         if key in by_cell:
@@ -195,7 +201,7 @@ def _check_runs(out: MatrixCheck, cap: int | None, measured: set[str]) -> None:
             runs = crowded[key]
             out.duplicates.extend(r.run_id for r in runs)
             out.reasons["cell_duplicate"] += 1
-            best = max(runs, key=lambda r: (r.run_id == expected_id, _rank(r, measured)))
+            best = max(runs, key=lambda r: (r.run_id == expected_id, _rank(r)))
         info = registered.get(key)
         if info is None:
             out.extra.append(best)
@@ -242,7 +248,7 @@ def _sort(out: MatrixCheck) -> None:
         getattr(out, name).sort(key=_order)
     out.mismatched = sorted({r.leaf: r for r in out.mismatched}.values(), key=_order)
     out.duplicates = sorted(set(out.duplicates))
-    for name in ("over_cap", "gaps"):
+    for name in ("over_cap", "gaps", "rerolled"):
         getattr(out, name).sort()
     for attempts in out.attempts.values():
         if len(attempts) > 1:

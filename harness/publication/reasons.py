@@ -35,11 +35,13 @@ REASONS: dict[str, str] = {
     "cell_duplicate": "a cell was run twice (two run ids for one cell, or one attempt number twice)",
     "attempt_gap": "a run's attempt numbers are not 1..n: an attempt is missing",
     "attempt_cap_exceeded": "a run has more attempts than the cap allows",
+    "attempt_after_valid": "a run has an attempt recorded after its first valid one: a re-roll (the first "
+    "valid attempt is final)",
     "run_invalid": "a run ended invalid (its decisive attempt's status)",
     "run_not_exposed": "a fault-scheduled run ended before its fault's trigger: it never met the fault",
     "fault_unwitnessed": "a fault-scheduled run has no witnessed fault (invalid injection, no or "
     "contradicting receipts, or not valid)",
-    "evidence_missing": "a dump or transcript a record names is missing or altered",
+    "evidence_lost": "a dump or transcript a record names is missing or altered",
 }
 
 

@@ -175,8 +175,7 @@ class PublishableScorecard(ProtocolParts):
         if identity.protocol_hash != proof.protocol_hash or identity.manifest_hash != proof.manifest_hash:
             raise ValueError("this manifest and policy are not the ones the proof was made on")
         kinds = fault_kinds(manifest)
-        measured = set(policy.eligibility.measured_statuses)
-        runs = _decisive(evidence.records, measured)
+        runs = _decisive(evidence.records)
         alpha = policy.scoring.alpha
         return cls.model_validate(
             dict(
@@ -237,11 +236,11 @@ def _order(r: RecordFacts) -> tuple[str, str, str, str, int]:
     return (r.model, r.task, r.condition, r.fault or "", r.run_index)
 
 
-def _decisive(records: Sequence[RecordFacts], measured: set[str]) -> list[RecordFacts]:
+def _decisive(records: Sequence[RecordFacts]) -> list[RecordFacts]:
     by_run: dict[str, list[RecordFacts]] = {}
     for rec in records:
         by_run.setdefault(rec.run_id, []).append(rec)
-    return [decide(attempts, measured) for attempts in by_run.values()]
+    return [decide(attempts) for attempts in by_run.values()]
 
 
 def _proportions(x: list[int], n: list[int], alpha: float) -> list[Proportion]:

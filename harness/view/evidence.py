@@ -20,7 +20,8 @@ from typing import Any
 from agentrel.dsl.api import DslError, Spec, load_spec
 from agentrel.dsl.state import State, load, load_delta
 from agentrel.harness.errors import UserError
-from agentrel.harness.records import ResultsDir, RunRecord
+from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import Task, load_suite
 from agentrel.harness.view.relabel import Relabel, disagreements, relabel, with_recorded
 

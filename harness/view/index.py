@@ -22,9 +22,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from agentrel.analysis.records import VALID, effective_status
 from agentrel.harness.errors import UserError
 from agentrel.harness.gc_paused import collector_paused
+from agentrel.harness.results.attempts import rank
+from agentrel.harness.results.status import VALID, effective_status
 
 # Read a megabyte at a time: one read of a 150 MB file costs more in page faults than the copy.
 CHUNK = 1 << 20
@@ -60,8 +61,8 @@ class Attempt(NamedTuple):
 
     @property
     def rank(self) -> tuple[bool, int, int]:
-        """The decisive attempt of a run is its latest valid one, else its latest (as analysis.attempts)."""
-        return (self.valid, self.attempt, self.lineno)
+        """The decisive attempt of a run has the highest rank (the results owner's rule)."""
+        return rank(self.status, self.attempt, self.lineno)
 
 
 # An Attempt's fields as a plain tuple: what the index holds. The cyclic GC stops tracking a plain
@@ -442,7 +443,7 @@ def _span(
                 runs[rid] = a
             else:
                 attempts[rid] = attempts.get(rid, 1) + 1
-                if (a[6] == VALID, a[5], lineno) > (held[6] == VALID, held[5], held[13]):
+                if rank(a[6], a[5], lineno) > rank(held[6], held[5], held[13]):
                     runs[rid] = a
         pos = eol
     return problems

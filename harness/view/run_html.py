@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from agentrel.dsl.state import Value
-from agentrel.harness.records import RunRecord
+from agentrel.harness.results.record import RunRecord
 from agentrel.harness.view.evidence import RunEvidence
 from agentrel.harness.view.html import cells_href, e, layout, usd
 from agentrel.harness.view.index import Attempt

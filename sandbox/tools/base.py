@@ -48,17 +48,8 @@ class Tool:
     def mutates(self) -> bool:
         return self.reversibility != "read"
 
-    def openai_schema(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
-
-    def anthropic_schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
-
-    def mcp_schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
+    # A tool is described once, neutrally (name, description, JSON Schema); each provider's wire format
+    # is its adapter's business (harness/agents/openai.py, anthropic.py, harness/mcp_server.py).
 
 
 def shown(value: Any) -> str:

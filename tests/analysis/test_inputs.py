@@ -255,9 +255,10 @@ def test_protocol_json_names_the_hash_records_carry(tmp_path):
 
 
 def test_reads_records_written_by_the_harness_record_model(tmp_path):
-    """Contract check: a record built and appended by harness.records loads with the same meaning."""
+    """Contract check: a record built and appended by harness.results loads with the same meaning."""
     from agentrel.dsl.verdict import DamageEvent, RequirementResult, Verdict
-    from agentrel.harness.records import ResultsDir, RunRecord
+    from agentrel.harness.results.directory import ResultsDir
+    from agentrel.harness.results.record import RunRecord
 
     ev = DamageEvent(
         rule="wrong_row",

@@ -246,15 +246,24 @@ def test_unknown_status_names_count_as_invalid(tmp_path, status):
     assert (cells["n"].item(), cells["invalid"].item(), cells["invalid_other"].item()) == (1, 1, 1)
 
 
-def test_decisive_attempt_is_the_latest_valid_then_the_latest():
-    def rec(n: int, status: str) -> RunRecord:
-        return RunRecord.model_validate(attempt("t", 0, "PASS", status, n))
+def test_decisive_attempt_is_the_first_valid_then_the_latest():
+    def rec(n: int, status: str, outcome: str = "PASS") -> RunRecord:
+        return RunRecord.model_validate(attempt("t", 0, outcome, status, n))
 
-    # A valid attempt beats a later invalid one; attempt numbers, not line order, say which is later.
-    lines = [(1, rec(2, "valid")), (2, rec(1, "valid")), (3, rec(3, "provider_invalid"))]
+    # The first valid attempt is final: a later valid one is a re-roll, never the decision; attempt
+    # numbers, not line order, say which is first.
+    lines = [
+        (1, rec(2, "valid", "PASS")),
+        (2, rec(1, "valid", "FAIL_DAMAGE")),
+        (3, rec(3, "provider_invalid")),
+    ]
     decided = decide(lines)
-    assert [(r.record.attempt, r.status, r.attempts) for r in decided.runs] == [(2, "valid", 3)]
-    assert [(r.attempt, s) for r, s in decided.superseded] == [(1, "valid"), (3, "provider_invalid")]
+    assert [(r.record.attempt, r.status, r.attempts) for r in decided.runs] == [(1, "valid", 3)]
+    assert decided.runs[0].record.verdict.outcome == "FAIL_DAMAGE"  # the re-rolled PASS does not replace it
+    assert [(r.attempt, s) for r, s in decided.superseded] == [(2, "valid"), (3, "provider_invalid")]
+    # An invalid attempt never decides over a later valid one.
+    decided = decide([(1, rec(1, "provider_invalid")), (2, rec(2, "valid"))])
+    assert [(r.record.attempt, r.status) for r in decided.runs] == [(2, "valid")]
     decided = decide([(1, rec(2, "harness_invalid")), (2, rec(1, "provider_invalid"))])
     assert [(r.record.attempt, r.status) for r in decided.runs] == [(2, "harness_invalid")]
 
@@ -294,11 +303,11 @@ def test_an_agent_without_a_valid_run_stays_in_the_all_pool(tmp_path):
 
 
 def test_reads_attempts_written_by_the_harness_record_model(tmp_path):
-    """Contract check: attempts appended by harness.records load with the same decisive attempt."""
+    """Contract check: attempts appended by harness.results load with the same decisive attempt."""
     from agentrel.dsl.verdict import Verdict
-    from agentrel.harness.records import ResultsDir
-    from agentrel.harness.records import RunError as HarnessError
-    from agentrel.harness.records import RunRecord as HarnessRecord
+    from agentrel.harness.results.directory import ResultsDir
+    from agentrel.harness.results.record import RunError as HarnessError
+    from agentrel.harness.results.record import RunRecord as HarnessRecord
 
     def verdict(outcome: str) -> Verdict:
         return Verdict(

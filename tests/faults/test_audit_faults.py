@@ -13,7 +13,7 @@ import rfc8785
 from agentrel.harness.audit import audit
 from agentrel.harness.faults.injectors import Injector
 from agentrel.harness.faults.receipts import ReceiptLog
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 
 TASK = "csm-double-charge"
 SCHEDULE = """\

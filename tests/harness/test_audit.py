@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from agentrel.harness.audit import audit
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 
 TASK = "itsm-cab-window"
 REPO = Path(__file__).resolve().parents[2]
@@ -214,11 +214,18 @@ def test_ctrl_c_stops_cleanly_with_whole_records_and_no_run_databases(sandbox, t
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
+        # A test run started in the background (a CI step, `make test &`) inherits SIGINT ignored, as
+        # every background job of a shell does, and the audit rightly keeps an ignored SIGINT ignored:
+        # the signal was then lost and the audit ran to its end (exit 0, the flake). The child gets the
+        # default disposition, as a foreground audit has.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     runs = results / "runs.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not runs.exists() or runs.read_bytes().count(b"\n") < 5):
         time.sleep(0.05)
+    # 400 runs cannot finish before five are recorded: the signal meets a running audit.
+    assert proc.poll() is None, "the audit ended before the signal"
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130

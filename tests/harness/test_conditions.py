@@ -20,7 +20,7 @@ from agentrel.harness.conditions.model import BUILTIN, Noise, resolve_condition
 from agentrel.harness.conditions.noise import TIMEOUT, NoiseLayer
 from agentrel.harness.errors import UsageError, UserError
 from agentrel.harness.pipeline import Pipeline, ToolCall
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 from agentrel.sandbox.tools import ToolResult, all_tools
 
 REFUND_TASK = "csm-double-charge"

@@ -23,7 +23,7 @@ from agentrel.harness.mcp_server import build_server
 from agentrel.harness.pipeline import Next, Pipeline, ToolCall, parse_arguments
 from agentrel.harness.prices import load_prices
 from agentrel.harness.prove import scripted_run
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.runner import RunContext, execute, record_attempt
 from agentrel.harness.session import RunSession
 from agentrel.harness.tasks import load_suite

@@ -21,7 +21,7 @@ from agentrel.harness.agents.openai import OpenAIAgent
 from agentrel.harness.agents.registry import agent_adapter
 from agentrel.harness.audit import audit
 from agentrel.harness.errors import AuthFailure
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 from tests.harness.fake_provider import (
     ANTHROPIC_LIES,
     OPENAI_LIES,

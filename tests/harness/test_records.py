@@ -3,7 +3,7 @@
 import pytest
 
 from agentrel.dsl.state import DumpFormatError, State, TableState
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 from agentrel.sandbox.seed import generate
 
 

@@ -66,7 +66,7 @@ def manifest(
 
 
 def fault_outcome(fault_id: str, *, landed: bool = True, fired: bool = True) -> dict[str, Any]:
-    """A lost-response fault's outcome as the runner records it (harness.records.FaultOutcome);
+    """A lost-response fault's outcome as the runner records it (harness.results.record.FaultOutcome);
     `landed=False` is the no-op injector's: the same claim, and a witness that saw the answer arrive."""
     act = LostResponseActuation(call_id="call-3", armed=True)
     wit = LostResponseWitness(

@@ -95,7 +95,12 @@ def test_a_one_byte_change_to_the_policy_changes_the_protocol(tmp_path):
 
 @pytest.mark.parametrize(
     "victim",
-    ["dsl/label.py", "analysis/intervals.py", "harness/status.py", "harness/publication/matrix_check.py"],
+    [
+        "dsl/label.py",
+        "analysis/intervals.py",
+        "harness/results/status.py",
+        "harness/publication/matrix_check.py",
+    ],
 )
 def test_a_one_byte_change_to_an_evaluator_source_changes_the_protocol(tmp_path, victim):
     roots = _tree(tmp_path)

@@ -103,7 +103,7 @@ def test_lost_evidence_cannot_publish(tmp_path, registry):
     results, _, _ = factory.frozen_results(tmp_path / "r", factory.manifest())
     for dump in (results / "dumps").iterdir():
         dump.unlink()
-    assert publish(results).proof.reasons == ("evidence_missing",)
+    assert publish(results).proof.reasons == ("evidence_lost",)
 
 
 def test_publish_waits_for_no_audit_it_refuses_while_one_writes(tmp_path, registry, monkeypatch, capsys):
@@ -177,7 +177,7 @@ def test_an_eligible_fault_matrix_carries_analysis_s_fault_scores_and_its_receip
     # a receipt log that no longer holds the record's witness: the record was edited, or the log was
     log = sorted((results / "receipts").iterdir())[0]
     log.write_text(log.read_text().replace('"client_timed_out": true', '"client_timed_out": false'))
-    assert publish(results).proof.reasons == ("evidence_missing",)
+    assert publish(results).proof.reasons == ("evidence_lost",)
     log.unlink()
     report = publish(results).report
     assert report is not None and "is missing or unreadable" in report.artifact_problems[0]

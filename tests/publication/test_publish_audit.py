@@ -63,4 +63,4 @@ def test_a_real_audit_planned_frozen_run_and_published(sandbox, tmp_path):
     # The receipt log on disk is evidence too: a record edited to another witness no longer matches it.
     log = next((results / "receipts").glob("*fault:lost*.jsonl"))
     log.write_text(log.read_text().replace('"at":', '"at": 1.0, "was":', 1))
-    assert publish(results, registry=registry).proof.reasons == ("evidence_missing",)
+    assert publish(results, registry=registry).proof.reasons == ("evidence_lost",)

@@ -95,7 +95,7 @@ def test_executor_ray_starts_its_own_local_ray_when_given_no_address(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
-    from agentrel.harness.records import ResultsDir
+    from agentrel.harness.results.directory import ResultsDir
 
     records = ResultsDir(results).records()
     assert len(records) == 2 and all(r.valid for r in records)

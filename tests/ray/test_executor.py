@@ -15,7 +15,7 @@ from pathlib import Path
 from agentrel.harness.audit import audit
 from agentrel.harness.executors import Executor
 from agentrel.harness.executors.ray import RayExecutor, ray_executor
-from agentrel.harness.records import ResultsDir
+from agentrel.harness.results.directory import ResultsDir
 from tests.ray.agents import register
 from tests.ray.conftest import WORKERS
 

@@ -2,6 +2,8 @@
 
 import pytest
 
+from agentrel.harness.agents.anthropic import AnthropicWire
+from agentrel.harness.agents.openai import OpenAIWire
 from agentrel.sandbox.dump import dump_database
 from agentrel.sandbox.tools import ToolBox, all_tools
 
@@ -26,8 +28,9 @@ def test_every_tool_has_a_schema_a_description_and_a_reversibility_tag():
     for tool in tools.values():
         assert tool.parameters["type"] == "object" and tool.description
         assert tool.reversibility in ("read", "reversible-write", "compensable", "irreversible")
-        assert tool.openai_schema()["function"]["parameters"] is tool.parameters
-        assert tool.anthropic_schema()["input_schema"] is tool.parameters
+        # One neutral description; each provider's wire format is its adapter's.
+        assert OpenAIWire("m", {}).tool_schema(tool)["function"]["parameters"] is tool.parameters
+        assert AnthropicWire("m", {}).tool_schema(tool)["input_schema"] is tool.parameters
     assert tools["send_customer_email"].reversibility == "irreversible"
     assert tools["delete_incident"].reversibility == "irreversible"
     assert tools["list_incidents"].reversibility == "read"

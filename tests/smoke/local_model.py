@@ -30,7 +30,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from agentrel.harness.records import ResultsDir  # noqa: E402
+from agentrel.harness.results.record import ResultsDir  # noqa: E402
 
 ALIAS = "smollm2"
 TASKS = ["itsm-laptop-purchase", "csm-quote-apply"]  # the two smallest tool sets of the suite

@@ -1,4 +1,5 @@
-"""Run records: one JSON line per finished run in `runs.jsonl`, appended, flushed and fsynced.
+"""The results directory's reader and writer: one JSON line per finished attempt in `runs.jsonl`
+(`record.RunRecord`), appended, flushed and fsynced; the dumps, transcripts and receipts beside it.
 
 Dumps are kept content-addressed in `dumps/`: each task's pre-run template dump in full
 (`<digest>.jsonl.gz`), each post-run dump as a delta against it (`<digest>.delta.jsonl.gz`, rebuilt and
@@ -7,7 +8,7 @@ checked by `ResultsDir.load_dump`); runs that leave the same state share one fil
 A line is one attempt of a run, written only when the attempt is finished (and labelled, where its state
 could be read), in one `write` of a complete line, after its transcript; so a crash can at worst leave a
 torn last line, which `ResultsDir.open` truncates (that attempt simply runs again), and never touches
-complete lines. An invalid attempt (the provider or the harness failed; see `harness.status`) is kept and
+complete lines. An invalid attempt (the provider or the harness failed; see `status`) is kept and
 the run is attempted again, up to the manifest's attempt cap; every attempt stays in the file.
 """
 
@@ -22,132 +23,25 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ValidationError
 
-from agentrel.dsl.api import Verdict
 from agentrel.dsl.state import State, load, load_delta
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
-from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
-from agentrel.harness.pipeline import Event
+from agentrel.harness.results import layout
+from agentrel.harness.results.record import Attempts, RunRecord, decisive
 from agentrel.harness.yamlfile import field_problem
-
-Status = Literal["valid", "provider_invalid", "harness_invalid", "invalid_injection", "not_exposed"]
-# Statuses that end a run: no further attempt. `not_exposed` (the agent ended before its scheduled fault's
-# trigger) is the agent's own doing, so a repeat would only draw again until the fault happened to fire.
-TERMINAL: frozenset[str] = frozenset({"valid", "not_exposed"})
-
-
-class FaultOutcome(BaseModel):
-    """A fault-scheduled run's fault: the preregistered cell, whether its trigger was reached, and both
-    receipts (the fsynced copies are in `receipts/`; these travel with the record)."""
-
-    fault_id: str
-    kind: FaultKind
-    trigger: str
-    fired: bool
-    verdict: Literal["witnessed", "invalid_injection"] | None = None
-    reasons: list[str] = Field(default_factory=list)
-    actuator: ActuatorReceipt | None = None
-    witness: WitnessReceipt | None = None
-
-
-class RunError(BaseModel):
-    kind: Literal["harness", "provider", "agent"]
-    message: str
-
-
-class TokenUsage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    model_calls: int = 0
-
-
-class Timings(BaseModel):
-    clone_s: float = 0.0
-    agent_s: float = 0.0
-    dump_s: float = 0.0
-    label_s: float = 0.0
-    total_s: float = 0.0
-
-
-STAMP = "%Y-%m-%dT%H:%M:%SZ"  # started_at, in UTC; a freeze's `at` too, so the two compare as strings
-
-
-class RunRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str
-    model: str
-    agent_kind: Literal["model", "reference", "scripted"]
-    task: str
-    condition: str
-    run_index: int
-    seed: str
-    protocol_hash: str
-    attempt: int = 1
-    status: Status = "valid"
-    verdict: Verdict | None
-    error: RunError | None = None
-    events: list[Event] = Field(default_factory=list)
-    # Under an injecting condition: whether any payload reached the agent (not exposed is never "resisted").
-    exposure: Literal["exposed", "not_exposed"] | None = None
-    fault: FaultOutcome | None = None  # under a fault schedule
-    frozen_by: str | None = None  # the digest of the protocol freeze this run was recorded under
-    script: str | None = Field(default=None, description="the script a scripted or reference agent followed")
-    final_message: str | None = None
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    cost_usd: float | None = None
-    timings: Timings = Field(default_factory=Timings)
-    before_digest: str
-    after_digest: str | None = None
-    transcript_digest: str | None = None
-    started_at: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _status_of_older_records(cls, data: Any) -> Any:
-        """Records written before statuses existed: a harness error or no verdict was an invalid run."""
-        if isinstance(data, dict) and "status" not in data:
-            error = data.get("error") or {}
-            broken = data.get("verdict") is None or error.get("kind") == "harness"
-            data = {**data, "status": "harness_invalid" if broken else "valid"}
-        return data
-
-    @property
-    def valid(self) -> bool:
-        return self.status == "valid"
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-
-Attempts = dict[str, list[RunRecord]]  # run id -> its attempts, in file order
-
-
-def decisive(attempts: list[RunRecord]) -> RunRecord:
-    """A run's latest terminal attempt (valid, or not exposed to its fault) if it has one, else its latest."""
-    return next((r for r in reversed(attempts) if r.terminal), attempts[-1])
-
-
-def run_id(model: str, task: str, condition: str, run_index: int) -> str:
-    """`condition` is the cell's condition label: a fault cell's is `fault:<id>` (its seed is the clean
-    twin's), so a fault run and its twin have distinct ids and one seed."""
-    return f"{model.replace('/', '_')}__{task}__{condition}__{run_index:04d}"
-
 
 class ResultsDir:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.runs = path / "runs.jsonl"
-        self.manifest = path / "manifest.json"
-        self.dumps = path / "dumps"
-        self.transcripts = path / "transcripts"
-        self.receipts = path / "receipts"  # the fault runs' receipt logs, fsynced before recovery
+        self.runs = path / layout.RUNS
+        self.manifest = path / layout.MANIFEST
+        self.dumps = path / layout.DUMPS
+        self.transcripts = path / layout.TRANSCRIPTS
+        self.receipts = path / layout.RECEIPTS  # the fault runs' receipt logs, fsynced before recovery
         self._lock_fd: int | None = None
         self.torn_bytes = 0  # set by open(): the size of a torn last line it cut
 
@@ -178,7 +72,7 @@ class ResultsDir:
     def _lock(self) -> None:
         """One writer per results directory. The kernel drops a flock when its holder dies, so a crashed
         audit never leaves a lock behind that blocks the resume."""
-        path = self.path / ".lock"
+        path = self.path / layout.LOCK
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -211,7 +105,7 @@ class ResultsDir:
             self.torn_bytes = len(data) - cut
 
     def records(self, attempts: Attempts | None = None) -> list[RunRecord]:
-        """The decisive attempt of every run: its latest valid attempt if it has one, else its latest."""
+        """The decisive attempt of every run (`attempts.decisive_index`)."""
         return [decisive(recs) for recs in (self.attempts() if attempts is None else attempts).values()]
 
     def _read(self) -> list[RunRecord]:
@@ -331,7 +225,7 @@ class ResultsDir:
         if not facts:
             return
         lines = "".join(f.model_dump_json() + "\n" for f in facts)
-        with open(self.path / "execution_slots.jsonl", "a", encoding="utf-8") as fh:
+        with open(self.path / layout.EXECUTION_SLOTS, "a", encoding="utf-8") as fh:
             fh.write(lines)
             fh.flush()
             os.fsync(fh.fileno())

@@ -1,0 +1,26 @@
+"""The names of everything in a results directory, spelled once.
+
+    results/
+      manifest.json               the resolved matrix (the preregistration)
+      protocol.json               the protocol identity the directory's runs carry
+      freeze.json                 the protocol freeze (`agentrel protocol freeze`)
+      execution_environment.json  what the runs executed on, observed from its sources
+      execution_slots.jsonl       where remote executor slots ran (observed facts, not protocol)
+      runs.jsonl                  one line per attempt (`record.RunRecord`)
+      dumps/                      content-addressed state dumps (full, or a delta against the template)
+      transcripts/                one JSON per attempt
+      receipts/                   fault attempts' receipt logs, fsynced before recovery
+"""
+
+from __future__ import annotations
+
+MANIFEST = "manifest.json"
+PROTOCOL = "protocol.json"
+FREEZE = "freeze.json"
+EXECUTION_ENVIRONMENT = "execution_environment.json"
+EXECUTION_SLOTS = "execution_slots.jsonl"
+RUNS = "runs.jsonl"
+DUMPS = "dumps"
+TRANSCRIPTS = "transcripts"
+RECEIPTS = "receipts"
+LOCK = ".lock"

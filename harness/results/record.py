@@ -1,0 +1,123 @@
+"""The run record: one JSON line per attempt in `runs.jsonl` (written by `directory.ResultsDir`).
+
+Versioned: `version` is written on every line. A record without it is version 1 (written before the field
+existed), read unchanged; a version this code does not know is refused by name, never half-read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentrel.dsl.api import Verdict
+from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
+from agentrel.harness.pipeline import Event
+from agentrel.harness.results.attempts import decisive_index
+from agentrel.harness.results.status import TERMINAL, VALID, Status, derived_status
+
+RECORD_VERSION = 2  # 2: `version` written on each line; 1: the same fields without it
+
+class FaultOutcome(BaseModel):
+    """A fault-scheduled run's fault: the preregistered cell, whether its trigger was reached, and both
+    receipts (the fsynced copies are in `receipts/`; these travel with the record)."""
+
+    fault_id: str
+    kind: FaultKind
+    trigger: str
+    fired: bool
+    verdict: Literal["witnessed", "invalid_injection"] | None = None
+    reasons: list[str] = Field(default_factory=list)
+    actuator: ActuatorReceipt | None = None
+    witness: WitnessReceipt | None = None
+
+
+class RunError(BaseModel):
+    kind: Literal["harness", "provider", "agent"]
+    message: str
+
+
+class TokenUsage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+
+
+class Timings(BaseModel):
+    clone_s: float = 0.0
+    agent_s: float = 0.0
+    dump_s: float = 0.0
+    label_s: float = 0.0
+    total_s: float = 0.0
+
+
+STAMP = "%Y-%m-%dT%H:%M:%SZ"  # started_at, in UTC; a freeze's `at` too, so the two compare as strings
+
+
+class RunRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = RECORD_VERSION
+    run_id: str
+    model: str
+    agent_kind: Literal["model", "reference", "scripted"]
+    task: str
+    condition: str
+    run_index: int
+    seed: str
+    protocol_hash: str
+    attempt: int = 1
+    status: Status = "valid"
+    verdict: Verdict | None
+    error: RunError | None = None
+    events: list[Event] = Field(default_factory=list)
+    # Under an injecting condition: whether any payload reached the agent (not exposed is never "resisted").
+    exposure: Literal["exposed", "not_exposed"] | None = None
+    fault: FaultOutcome | None = None  # under a fault schedule
+    frozen_by: str | None = None  # the digest of the protocol freeze this run was recorded under
+    script: str | None = Field(default=None, description="the script a scripted or reference agent followed")
+    final_message: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_usd: float | None = None
+    timings: Timings = Field(default_factory=Timings)
+    before_digest: str
+    after_digest: str | None = None
+    transcript_digest: str | None = None
+    started_at: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _status_of_older_records(cls, data: Any) -> Any:
+        """Records written before statuses existed: a harness error or no verdict was an invalid run."""
+        if not isinstance(data, dict):
+            return data
+        version = data.setdefault("version", 1)
+        if not isinstance(version, int) or not 1 <= version <= RECORD_VERSION:
+            raise ValueError(f"record version {version!r} is newer than this AgentRel reads; upgrade agentrel")
+        if "status" not in data:
+            error = data.get("error") or {}
+            data["status"] = derived_status(error.get("kind"), data.get("verdict") is not None)
+        return data
+
+    @property
+    def valid(self) -> bool:
+        return self.status == VALID
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+Attempts = dict[str, list[RunRecord]]  # run id -> its attempts, in file order
+
+
+def decisive(attempts: list[RunRecord]) -> RunRecord:
+    """A run's decisive attempt (`attempts.decisive_index`: the first terminal one, else the latest)."""
+    return attempts[decisive_index([r.status for r in attempts], [r.attempt for r in attempts])]
+
+
+def run_id(model: str, task: str, condition: str, run_index: int) -> str:
+    """`condition` is the cell's condition label: a fault cell's is `fault:<id>` (its seed is the clean
+    twin's), so a fault run and its twin have distinct ids and one seed."""
+    return f"{model.replace('/', '_')}__{task}__{condition}__{run_index:04d}"

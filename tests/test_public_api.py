@@ -1,0 +1,136 @@
+"""The front door: `import agentrel` gives a short, documented API; removing or renaming a public name,
+or a parameter of `audit`, fails here first. The functions are the ones the CLI runs."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import agentrel
+from agentrel.harness.audit import AuditOutcome
+from agentrel.harness.suite_paths import suite_root
+
+PUBLIC = {
+    "__version__",
+    "audit",
+    "audit_async",
+    "load_results",
+    "analyze",
+    "label",
+    "publish",
+    "compare",
+    "Results",
+    "RunRecord",
+    "ResultsDir",
+    "Verdict",
+    "UserError",
+}
+AUDIT_PARAMETERS = [
+    "models",
+    "k",
+    "tasks",
+    "conditions",
+    "faults",
+    "results",
+    "concurrency",
+    "max_steps",
+    "max_attempts",
+    "temperature",
+    "dsn",
+    "backend",
+    "progress",
+]
+TASK = "itsm-cab-window"
+
+
+def test_the_public_surface_is_exactly_the_documented_one():
+    assert set(agentrel.__all__) == PUBLIC
+    for name in PUBLIC:
+        assert getattr(agentrel, name) is not None, name
+    assert list(inspect.signature(agentrel.audit).parameters) == AUDIT_PARAMETERS
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = agentrel.nope  # type: ignore[attr-defined]
+
+
+def test_importing_agentrel_loads_no_layer_package():
+    # The names are lazy: `import agentrel` must not pay for pandas, scipy or the sandbox.
+    code = "import sys, agentrel; print(sorted(m for m in sys.modules if m.startswith('agentrel.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_defaults_are_the_clis():
+    from agentrel.harness import defaults
+    from agentrel.harness.cli.audit import audit as cli_audit
+
+    cli = inspect.signature(cli_audit).parameters
+    lib = inspect.signature(agentrel.audit).parameters
+    assert cli["k"].default == lib["k"].default == defaults.K
+    assert cli["concurrency"].default == lib["concurrency"].default == defaults.CONCURRENCY
+    assert cli["temperature"].default == lib["temperature"].default == defaults.TEMPERATURE
+    assert cli["max_attempts"].default == lib["max_attempts"].default == defaults.MAX_ATTEMPTS
+    assert cli["max_steps"].default == lib["max_steps"].default == defaults.MAX_STEPS
+
+
+def test_audit_works_inside_a_running_event_loop_then_loads_analyzes_and_labels(
+    sandbox: object, tmp_path: Path
+):
+    results = tmp_path / "r"
+
+    async def notebook_cell() -> AuditOutcome:
+        # What Jupyter does: the user's code runs inside a loop that is already running.
+        return agentrel.audit(["scripted/oracle", "scripted/overreach"], k=2, tasks=[TASK], results=results)
+
+    outcome = asyncio.run(notebook_cell())
+    assert outcome.planned == 4 and len(outcome.new) == 4
+
+    loaded = agentrel.load_results(results)
+    assert isinstance(loaded.runs[0], agentrel.RunRecord)
+    outcomes = {(r.model, r.verdict.outcome) for r in loaded.runs if r.verdict}
+    assert outcomes == {("scripted/oracle", "PASS"), ("scripted/overreach", "FAIL_DAMAGE")}
+    assert len(loaded.frames.runs) == 4 and loaded.frames.invalid.empty
+
+    analysis = agentrel.analyze(loaded, n_boot=0)
+    assert {p.spec.model for p in analysis.pools} >= {"scripted/oracle", "scripted/overreach"}
+
+    # The label of a stored run's dumps, with no database, is its recorded verdict.
+    damaged = next(r for r in loaded.runs if r.model == "scripted/overreach")
+    before, after = tmp_path / "before.jsonl.gz", tmp_path / "after.jsonl.gz"
+    loaded.directory.load_dump(damaged.before_digest).save(before)
+    loaded.directory.load_dump(damaged.after_digest).save(after)
+    spec = suite_root() / "damage_specs" / f"{TASK}.dmg"
+    verdict = agentrel.label(spec, before, after, final_message=damaged.final_message)
+    assert verdict.model_dump(mode="json") == damaged.verdict.model_dump(mode="json")
+
+    # Not frozen: publish writes the evidence report and no score.
+    published = agentrel.publish(results, tmp_path / "out")
+    assert published.scorecard is None and published.report is not None
+
+
+def test_audit_async_awaits_without_blocking_the_loop(sandbox: object, tmp_path: Path):
+    async def main() -> tuple[int, int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        outcome = await agentrel.audit_async(["scripted/oracle"], k=1, tasks=[TASK], results=tmp_path / "r")
+        task.cancel()
+        return len(outcome.new), ticks
+
+    new, ticks = asyncio.run(main())
+    assert new == 1 and ticks > 0  # the caller's loop kept running while the audit ran
+
+
+def test_bad_input_raises_the_clis_one_line_error(sandbox: object, tmp_path: Path):
+    with pytest.raises(agentrel.UserError, match="--k, --concurrency and --max-attempts must be at least 1"):
+        agentrel.audit(["scripted/oracle"], k=0, tasks=[TASK], results=tmp_path / "r")
