@@ -44,8 +44,10 @@ def var_tvar(values: ArrayLike, probs: ArrayLike, level: float) -> tuple[float, 
         raise ValueError(f"level must be in (0, 1), got {level}")
     v = np.asarray(values, dtype=np.float64).ravel()
     w = np.asarray(probs, dtype=np.float64).ravel()
-    order = np.argsort(v, kind="stable")
-    v, w = v[order], w[order] / w.sum()
+    # Collapse equal values into one atom each, so cdf[i] is F(v[i]) (samples repeat values).
+    v, inverse = np.unique(v, return_inverse=True)
+    w = np.bincount(inverse.ravel(), weights=w, minlength=v.size)
+    w = w / w.sum()
     cdf = np.cumsum(w)
     # The first atom whose cdf reaches the level (a tolerance keeps exact ties from rounding past).
     i = int(np.searchsorted(cdf, level - 1e-12, side="left"))

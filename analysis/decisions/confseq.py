@@ -40,9 +40,9 @@ BISECTION_STEPS = 64  # each halves the bracket: 2^-64 is below double precision
 
 
 def _log_m(
-    p: NDArray[np.float64], s: NDArray[np.float64], n: NDArray[np.float64], a: float, b: float
+    p: NDArray[np.float64], s: NDArray[np.float64], n: NDArray[np.float64], mix: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    mix = special.betaln(a + s, b + n - s) - special.betaln(a, b)
+    """log M_n(p), given the p-free mixture term log B(a + S, b + n - S) - log B(a, b)."""
     lik = special.xlogy(s, p) + special.xlog1py(n - s, -p)
     return np.asarray(mix - lik, dtype=np.float64)
 
@@ -65,17 +65,18 @@ def bounds(
     if np.any(na < 0) or np.any(sa < 0) or np.any(sa > na):
         raise ValueError("need 0 <= S <= n")
     cut = np.log(1.0 / alpha)
+    mix = np.asarray(special.betaln(a + sa, b + na - sa) - special.betaln(a, b), dtype=np.float64)
     centre = np.divide(sa, na, out=np.full(sa.shape, 0.5), where=na > 0)
     # Lower end: log M decreases on (0, centre]; find where it falls below the cut.
     lo_out, lo_in = np.zeros(sa.shape), centre.copy()  # lo_out outside the set, lo_in inside
     hi_in, hi_out = centre.copy(), np.ones(sa.shape)
     for _ in range(BISECTION_STEPS):
         mid = 0.5 * (lo_out + lo_in)
-        inside = _log_m(mid, sa, na, a, b) < cut
+        inside = _log_m(mid, sa, na, mix) < cut
         lo_in = np.where(inside, mid, lo_in)
         lo_out = np.where(inside, lo_out, mid)
         mid = 0.5 * (hi_in + hi_out)
-        inside = _log_m(mid, sa, na, a, b) < cut
+        inside = _log_m(mid, sa, na, mix) < cut
         hi_in = np.where(inside, mid, hi_in)
         hi_out = np.where(inside, hi_out, mid)
     # An end reached by the bracket is closed: with S = 0 every small p is in the set.

@@ -12,8 +12,9 @@ psi = p1 (1 - p2) + p2 (1 - p1); a positive within-pair correlation lowers psi a
 this is conservative for the usual case.
 
 **Unpaired design** (independent runs): with Cohen's h = 2 asin sqrt(p1) - 2 asin sqrt(p2),
-n = ((z_{1-alpha/2} + z_{power}) / h)^2 runs per agent (the normal approximation statsmodels'
-NormalIndPower solves, which it refines with the far tail).
+n = 2 ((z_{1-alpha/2} + z_{power}) / h)^2 runs per agent (2 asin sqrt(p-hat) has variance about 1/n,
+so the difference has 2/n; the normal approximation statsmodels' NormalIndPower solves, which it
+refines with the far tail).
 
 **Clustered runs** (runs of one task share a task effect, intra-class correlation rho). With m runs
 in each of T tasks the variance is inflated by the design effect DE = 1 + (m - 1) rho (Kish 1965), so
@@ -84,7 +85,7 @@ def cohen_h(p1: float, p2: float) -> float:
 def unpaired_runs(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Runs per agent for two independent samples (arcsine normal approximation)."""
     _check(p1, p2, alpha, power)
-    return math.ceil(((_z(1.0 - alpha / 2.0) + _z(power)) / cohen_h(p1, p2)) ** 2)
+    return math.ceil(2.0 * ((_z(1.0 - alpha / 2.0) + _z(power)) / cohen_h(p1, p2)) ** 2)
 
 
 def design_effect(icc: float, runs_per_task: int) -> float:
