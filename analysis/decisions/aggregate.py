@@ -42,11 +42,10 @@ def var_tvar(values: ArrayLike, probs: ArrayLike, level: float) -> tuple[float, 
     """VaR and TVaR at `level` of the discrete distribution P(L = values[i]) = probs[i]."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    v = np.asarray(values, dtype=np.float64).ravel()
-    w = np.asarray(probs, dtype=np.float64).ravel()
+    raw = np.asarray(values, dtype=np.float64).ravel()
     # Collapse equal values into one atom each, so cdf[i] is F(v[i]) (samples repeat values).
-    v, inverse = np.unique(v, return_inverse=True)
-    w = np.bincount(inverse.ravel(), weights=w, minlength=v.size)
+    v, inverse = np.unique(raw, return_inverse=True)
+    w = np.bincount(inverse.ravel(), weights=np.asarray(probs, dtype=np.float64).ravel(), minlength=v.size)
     w = w / w.sum()
     cdf = np.cumsum(w)
     # The first atom whose cdf reaches the level (a tolerance keeps exact ties from rounding past).
