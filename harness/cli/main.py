@@ -41,6 +41,9 @@ COMMAND_MODULES = (
     "registry",
     "protocol",
     "publish",
+    # decisions (issue 27): insure, power
+    "insure",
+    "power",
 )
 
 for _name in COMMAND_MODULES:
