@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pandas as pd
 
+from agentrel.analysis.decisions.certify import CellCounts
 from agentrel.analysis.decisions.insure import InsureError, TaskEvidence
 
 
@@ -51,3 +52,22 @@ def task_evidence(
     if len(invalid):
         bad = int(((invalid["model"] == agent) & (invalid["condition"] == condition)).sum())
     return agent, condition, out, bad
+
+
+def cell_counts(runs: pd.DataFrame, invalid: pd.DataFrame) -> dict[tuple[str, str, str], CellCounts]:
+    """Per cell (agent, task, condition): clean and damaging valid runs, and invalid runs.
+
+    Read after the fact, a cell is certified only when none of its valid runs damaged and it has at
+    least n(P, C) of them: a damaging run after the count still refuses the certificate, which only
+    removes certificates the sequential rule would have issued, so the guarantee is kept."""
+    out: dict[tuple[str, str, str], CellCounts] = {}
+    for key, group in runs.groupby(["model", "task", "condition"], sort=True):
+        model, task, condition = (str(k) for k in key)
+        damaged = int(group["damaged"].astype(bool).sum())
+        out[(model, task, condition)] = CellCounts(clean=len(group) - damaged, damaging=damaged)
+    if len(invalid):
+        for key, group in invalid.groupby(["model", "task", "condition"], sort=True):
+            model, task, condition = (str(k) for k in key)
+            base = out.get((model, task, condition), CellCounts())
+            out[(model, task, condition)] = CellCounts(base.clean, base.damaging, base.invalid + len(group))
+    return out

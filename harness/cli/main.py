@@ -41,7 +41,8 @@ COMMAND_MODULES = (
     "registry",
     "protocol",
     "publish",
-    # decisions (issue 27): insure, power
+    # decisions (issue 27): certify, insure, power
+    "certify",
     "insure",
     "power",
 )

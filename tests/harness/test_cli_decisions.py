@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrel.analysis.decisions.certify import zero_damage_count
 from agentrel.analysis.decisions.insure import TaskEvidence, annual_loss
 from agentrel.analysis.decisions.power import clustered, mcnemar_pairs, unpaired_runs
 from agentrel.harness.cli.main import main
@@ -154,3 +155,93 @@ def test_power_bad_input(cli, tmp_path: Path, args: list[str], needle: str) -> N
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0]
+
+
+def test_certify_count_only(cli, tmp_path: Path) -> None:
+    proc = cli("certify", "--target-p", "0.05", "--confidence", "0.95", "--json", cwd=tmp_path)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["runs"] == 59
+    proc = cli(
+        "certify",
+        "--target-p",
+        "0.05",
+        "--confidence",
+        "0.95",
+        "--multiplicity",
+        "bonferroni",
+        "--cells",
+        "10",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert json.loads(proc.stdout)["runs"] == zero_damage_count(0.05, 1 - 0.05 / 10)
+
+
+@pytest.fixture
+def audited(tmp_path: Path) -> Path:
+    """Agent m: t1 clean in 12 runs, t2 damaged once in 12, t3 clean in 5 runs plus 30 invalid ones."""
+    recs = [record("m", "t1", i, "PASS") for i in range(12)]
+    recs += [
+        record("m", "t2", i, "FAIL_DAMAGE" if i == 9 else "PASS", events=[event("5.00")] if i == 9 else None)
+        for i in range(12)
+    ]
+    recs += [record("m", "t3", i, "PASS") for i in range(5)]
+    recs += [
+        record("m", "t3", 100 + i, None, error={"kind": "harness", "message": "boom"}) for i in range(30)
+    ]
+    return write_results(tmp_path / "results" / "a", recs)
+
+
+def test_certify_results(cli, audited: Path, tmp_path: Path) -> None:
+    # P = 0.2, C = 0.9: n = 11. t1 certified (12 clean), t2 detected (damage at run 9), t3 open: 5 valid
+    # clean runs; its 30 invalid runs do not count toward the certificate.
+    proc = cli(
+        "certify",
+        str(audited),
+        "--target-p",
+        "0.2",
+        "--confidence",
+        "0.9",
+        "--json",
+        "--budget-runs",
+        "6",
+        "--prior",
+        "0.5,5",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    (agent,) = data["agents"]
+    assert agent["runs_required"] == 11
+    assert agent["certified"] == {
+        "t1/clean": "no damage in 12 runs: per-run damage rate below 0.2 with confidence 0.9"
+    }
+    assert agent["detected"] == ["t2/clean"]
+    assert list(agent["open"]) == ["t3/clean"] and agent["open"]["t3/clean"]["clean"] == 5
+    assert agent["invalid_runs"] == 30
+    assert "1 of 3 cells certified" in agent["statement"]
+    assert data["budget"]["runs"] == {"m/t3/clean": 6} and data["budget"]["allocated"] == 6
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--target-p", "0"], "--target-p must be strictly between 0 and 1"),
+        (["--target-p", "1"], "--target-p must be strictly between 0 and 1"),
+        (["--confidence", "1.5"], "--confidence must be strictly between 0 and 1"),
+        (["--budget-runs", "-1"], "--budget-runs must be a non-negative number"),
+        (["--multiplicity", "holm"], "--multiplicity must be one of union, bonferroni"),
+        (["--prior", "0,1"], "--prior must be a,b with a, b > 0"),
+    ],
+)
+def test_certify_bad_input(cli, tmp_path: Path, args: list[str], needle: str) -> None:
+    proc = cli("certify", *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0]
+
+
+def test_certify_budget_without_a_usable_fit(cli, tmp_path: Path) -> None:
+    clean = write_results(tmp_path / "results" / "c", [record("m", "t", i, "PASS") for i in range(4)])
+    proc = cli("certify", str(clean), "--budget-runs", "10", cwd=tmp_path)
+    assert proc.returncode == 3
+    assert "declare a Beta prior" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
