@@ -120,6 +120,43 @@ def audit(
             rich_help_panel="Executor",
         ),
     ] = None,
+    # --- sequential audits (issue 27, harness/stopping.py) ---
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            help="Stop each cell when its question is answered: detect (first damaging run, or certified at "
+            "the exact zero-damage count; replaces --k) or precision (anytime-valid interval of half-width "
+            "--half-width; --k is the cap).",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = None,
+    target_p: Annotated[
+        float | None,
+        typer.Option("--target-p", help="--until detect: certify p < P.", rich_help_panel="Sequential audit"),
+    ] = None,
+    confidence: Annotated[
+        float,
+        typer.Option(
+            "--confidence",
+            help="Confidence of certificates and intervals.",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = 0.95,
+    multiplicity: Annotated[
+        str,
+        typer.Option(
+            "--multiplicity",
+            help="union (per-cell C; union bound for the agent) or bonferroni (per-cell 1 - (1 - C)/cells).",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = "union",
+    half_width: Annotated[
+        float | None,
+        typer.Option(
+            "--half-width", help="--until precision: target half-width W.", rich_help_panel="Sequential audit"
+        ),
+    ] = None,
 ) -> None:
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
@@ -129,8 +166,12 @@ def audit(
     from agentrel.harness.audit import default_results_dir
     from agentrel.harness.executors import resolve_executor
     from agentrel.harness.records import ResultsDir
+    from agentrel.harness.stopping import StoppingRule
     from agentrel.sandbox.sandbox import Sandbox
 
+    stopping = None
+    if until is not None or target_p is not None or half_width is not None:
+        stopping = StoppingRule.parse(until or "", target_p, confidence, multiplicity, half_width)
     models = split_list(model or ["reference/stochastic"])
     patterns = split_list(tasks or ["*"])
     results = results or default_results_dir(models, k, patterns)
@@ -155,6 +196,7 @@ def audit(
                 plan_only=plan,
                 say=lambda message: err.print(f"agentrel: {message}", markup=False),
                 executor=slots,
+                stopping=stopping,
             )
     except KeyboardInterrupt:
         done = len(ResultsDir(results).finished(max_attempts))
@@ -174,6 +216,10 @@ def audit(
     )
     records = outcome.results.records()
     render_summary(records)
+    if outcome.gate is not None:  # --until: what each cell's rule decided
+        out.print(f"{outcome.gate.skipped} planned run(s) left unrun: their cells were already decided")
+        for line in outcome.gate.certificates():
+            out.print(f"certified {line}", markup=False)
     if report:
         from agentrel.harness.cli.analyze import analyze_command
 
