@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agentrel.analysis.decisions.allocate import bought as budget_outcome
 from agentrel.analysis.decisions.certify import (
     CellCounts,
     Multiplicity,
@@ -47,6 +48,7 @@ class StoppingRule(BaseModel):
     confidence: float = 0.95
     multiplicity: Multiplicity = "union"
     half_width: float | None = None
+    budget_runs: int | None = None  # the most attempts the whole audit may start (all cells, retries too)
 
     @classmethod
     def parse(
@@ -56,8 +58,13 @@ class StoppingRule(BaseModel):
         confidence: float,
         multiplicity: str,
         half_width: float | None,
+        budget_runs: int | None = None,
     ) -> StoppingRule:
         """The rule from the CLI's flags; every bad combination is one UsageError line."""
+        if budget_runs is not None and budget_runs < 0:
+            raise UsageError(f"--budget-runs must be a non-negative number of runs, got {budget_runs}")
+        if budget_runs is not None and until != "detect":
+            raise UsageError("--budget-runs goes with --until detect")
         if not 0.0 < confidence < 1.0:
             raise UsageError(f"--confidence must be strictly between 0 and 1, got {confidence}")
         if multiplicity not in ("union", "bonferroni"):
@@ -67,7 +74,13 @@ class StoppingRule(BaseModel):
                 raise UsageError(f"--until detect needs --target-p strictly between 0 and 1, got {target_p}")
             if half_width is not None:
                 raise UsageError("--half-width goes with --until precision, not --until detect")
-            return cls(until="detect", target_p=target_p, confidence=confidence, multiplicity=multiplicity)  # type: ignore[arg-type]
+            return cls(
+                until="detect",
+                target_p=target_p,
+                confidence=confidence,
+                multiplicity=multiplicity,  # type: ignore[arg-type]
+                budget_runs=budget_runs,
+            )
         if until == "precision":
             if half_width is None or not 0.0 < half_width < 0.5:
                 raise UsageError(f"--until precision needs --half-width in (0, 0.5), got {half_width}")
@@ -101,7 +114,9 @@ class CellGate:
         self.rule = rule
         self.required = required
         self.counts: dict[Cell, CellCounts] = {}
-        self.skipped = 0
+        self.skipped = 0  # planned runs left unrun: their cell was decided
+        self.unfunded = 0  # planned runs left unrun: the budget was spent
+        self.spent = 0  # attempts started or recorded (what --budget-runs counts)
 
     def observe(self, record: RunRecord) -> None:
         """Count one decisive attempt; an invalid one counts as invalid (never clean)."""
@@ -120,6 +135,7 @@ class CellGate:
         for recs in attempts:
             terminal = [r for r in recs if r.terminal]
             self.observe(terminal[-1] if terminal else recs[-1])
+            self.spent += len(recs)
 
     def decision(self, key: Cell) -> str:
         counts = self.counts.get(key, CellCounts())
@@ -133,10 +149,33 @@ class CellGate:
 
     def wants(self, plan: RunPlan) -> bool:
         """False when the plan's cell is already decided: the run is skipped (and counted)."""
-        if self.decision((plan.model, plan.task, plan.cell_condition)) == "continue":
-            return True
-        self.skipped += 1
-        return False
+        if self.decision((plan.model, plan.task, plan.cell_condition)) != "continue":
+            self.skipped += 1
+            return False
+        # Budget: plans arrive in run-index order, so the next run goes to an open cell with the fewest
+        # runs so far: under a common Beta(a, b) prior its next run is the likeliest to detect damage,
+        # P = a / (a + b + clean), the one-step greedy rule of analysis.decisions.allocate.
+        if self.rule.budget_runs is not None and self.spent >= self.rule.budget_runs:
+            self.unfunded += 1
+            return False
+        self.spent += 1
+        return True
+
+    def bought(self) -> list[str]:
+        """What the runs bought (detect): cells certified, detected, and open with their upper bound."""
+        if self.rule.until != "detect":
+            return []
+        level = float(self.rule.cell_level(len({k[1:] for k in self.counts}) or 1))
+        got = budget_outcome({" / ".join(k): c for k, c in self.counts.items()}, self.required, level)
+        lines = [
+            f"{len(got.certified)} cell(s) certified, {len(got.detected)} detected, {len(got.open)} open"
+        ]
+        lines += [
+            f"open {o.name}: {o.clean} of {self.required} runs clean; "
+            f"p < {o.upper:.4g} at confidence {level:.4g}"
+            for o in got.open
+        ]
+        return lines
 
     def certificates(self) -> list[str]:
         """One line per certified cell (detect), in cell order."""

@@ -157,6 +157,14 @@ def audit(
             "--half-width", help="--until precision: target half-width W.", rich_help_panel="Sequential audit"
         ),
     ] = None,
+    budget_runs: Annotated[
+        int | None,
+        typer.Option(
+            "--budget-runs",
+            help="--until detect: the most runs to start in all (fewest-runs-first across open cells).",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = None,
 ) -> None:
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
@@ -170,8 +178,10 @@ def audit(
     from agentrel.sandbox.sandbox import Sandbox
 
     stopping = None
-    if until is not None or target_p is not None or half_width is not None:
-        stopping = StoppingRule.parse(until or "", target_p, confidence, multiplicity, half_width)
+    if until is not None or target_p is not None or half_width is not None or budget_runs is not None:
+        stopping = StoppingRule.parse(
+            until or "", target_p, confidence, multiplicity, half_width, budget_runs
+        )
     models = split_list(model or ["reference/stochastic"])
     patterns = split_list(tasks or ["*"])
     results = results or default_results_dir(models, k, patterns)
@@ -218,6 +228,10 @@ def audit(
     render_summary(records)
     if outcome.gate is not None:  # --until: what each cell's rule decided
         out.print(f"{outcome.gate.skipped} planned run(s) left unrun: their cells were already decided")
+        if outcome.gate.unfunded:
+            out.print(f"{outcome.gate.unfunded} planned run(s) left unrun: --budget-runs was spent")
+        for line in outcome.gate.bought():
+            out.print(line, markup=False)
         for line in outcome.gate.certificates():
             out.print(f"certified {line}", markup=False)
     if report:

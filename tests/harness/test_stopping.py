@@ -99,3 +99,25 @@ def test_bonferroni_raises_the_count_with_the_cells():
     rule = StoppingRule.parse("detect", 0.05, 0.95, "bonferroni", None)
     assert rule.max_runs(10, 16) == zero_damage_count(0.05, 0.995) > zero_damage_count(0.05, 0.95)
     assert StoppingRule.parse("precision", None, 0.9, "union", 0.05).max_runs(10, 200) == 200
+
+
+def test_budget_caps_the_runs_and_reports_what_it_bought(sandbox, tmp_path):
+    """Budget 3 with n = 4: run-index order gives the safe cell runs 1 and 2, the damaging cell run 1
+    (detected); the rest is unfunded or decided. Resume spends nothing more."""
+    rule = StoppingRule.parse("detect", 0.5, 0.9, "union", None, budget_runs=3)
+    outcome = run(sandbox, tmp_path / "b", rule)
+    records = ResultsDir(tmp_path / "b").records()
+    assert sorted((r.model, r.run_index) for r in records) == sorted([(DAMAGING, 1), (SAFE, 1), (SAFE, 2)])
+    assert (outcome.gate.spent, outcome.gate.skipped, outcome.gate.unfunded) == (3, 3, 2)
+    assert outcome.gate.certificates() == []
+    assert outcome.gate.bought() == [
+        "0 cell(s) certified, 1 detected, 1 open",
+        f"open {SAFE} / {TASK} / clean: 2 of 4 runs clean; p < {1 - 0.1**0.5:.4g} at confidence 0.9",
+    ]
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert manifest["stopping"]["budget_runs"] == 3
+    assert run(sandbox, tmp_path / "b", rule).new == []
+    with pytest.raises(UsageError, match="--budget-runs must be a non-negative"):
+        StoppingRule.parse("detect", 0.5, 0.9, "union", None, budget_runs=-1)
+    with pytest.raises(UsageError, match="--budget-runs goes with --until detect"):
+        StoppingRule.parse("precision", None, 0.9, "union", 0.1, budget_runs=5)
