@@ -99,6 +99,9 @@ def insure_command(
     report: Annotated[
         Path | None, typer.Option("--report", help="Also write the Markdown section here.")
     ] = None,
+    csv_file: Annotated[
+        Path | None, typer.Option("--csv", help="Also write the JSON keys as a one-row CSV.")
+    ] = None,
     allow_mixed_protocols: MixedOpt = False,
 ) -> None:
     """Expected annual loss, its spread, VaR/TVaR at 99% and 99.5% and a premium, with what is assumed."""
@@ -132,6 +135,14 @@ def insure_command(
     text = render(summary, name, cond, invalid)
     if report is not None:
         report.write_text(text)
+    if csv_file is not None:
+        import csv
+
+        with csv_file.open("w", newline="") as fh:
+            row = {**summary.keys(), "principle": summary.principle, "volume": volume, "agent": name}
+            writer = csv.DictWriter(fh, fieldnames=list(row))
+            writer.writeheader()
+            writer.writerow(row)
     if as_json:
         typer.echo(json.dumps(summary.keys(), sort_keys=False))
     else:

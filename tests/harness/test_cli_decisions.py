@@ -91,8 +91,13 @@ def test_insure_json_keys_and_numbers(cli, priced: Path, tmp_path: Path) -> None
 
 
 def test_insure_report(cli, priced: Path, tmp_path: Path) -> None:
-    proc = cli("insure", str(priced), "--volume", "1000", "--report", str(tmp_path / "loss.md"), cwd=tmp_path)
+    md, table = tmp_path / "loss.md", tmp_path / "loss.csv"
+    proc = cli(
+        "insure", str(priced), "--volume", "1000", "--report", str(md), "--csv", str(table), cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
+    header, row = table.read_text().splitlines()
+    assert header.split(",")[:8] == INSURE_KEYS and row.split(",")[-1] == "m"
     text = (tmp_path / "loss.md").read_text()
     assert "standard deviation principle" in text and "invalid runs (not in any rate) | 1 |" in text
     assert "Assumes: executions are independent" in text and "t2 pooled" in text
