@@ -13,7 +13,8 @@
 4. A budget too small to certify every cell: the optimal allocation against an equal split, in expected
    damaging cells left undetected (simulated).
 
-Last line: false_cert=<at P=0.05,C=0.95> cs_miss=<rate> cp_miss=<rate> saved_fitted=<P=0.01,C=0.95>
+Last line: false_cert=<at P=0.05,C=0.95> cs_miss=<rate> cp_miss=<rate> (stopped at half-width W)
+cs_peek_miss=<rate> cp_peek_miss=<rate> (ever outside over 3000 looks) saved_fitted=<P=0.01,C=0.95>
 saved_fitted_p002=<P=0.002,C=0.95> saved_plugin=<P=0.01,C=0.95> budget_missed_ratio=<greedy/equal>
 
 The saving is the share of runs an audit no longer spends on a cell after its first damaging run; a
@@ -66,7 +67,7 @@ def false_certification(rng: np.random.Generator) -> float:
     return headline
 
 
-def coverage(rng: np.random.Generator) -> tuple[float, float]:
+def coverage(rng: np.random.Generator) -> tuple[float, float, float, float]:
     alpha, width, streams, length = 0.05, 0.03, 600, 3000
     print(f"2. coverage at the stopping time (stop when half-width <= {width}), alpha = {alpha}")
     cs_miss = cp_miss = stopped = 0
@@ -101,7 +102,7 @@ def coverage(rng: np.random.Generator) -> tuple[float, float]:
         f"   peeking at every run (p={p:g}): fixed-n CP ever misses {ever_cp:.3f}, "
         f"the sequence ever misses {ever_cs:.3f} (alpha {alpha})"
     )
-    return cs_miss / stopped, cp_miss / stopped
+    return cs_miss / stopped, cp_miss / stopped, float(ever_cs), float(ever_cp)
 
 
 def savings(rng: np.random.Generator, cells: pd.DataFrame) -> dict[tuple[str, float, float], float]:
@@ -152,13 +153,14 @@ def main() -> None:
     data = pd.read_csv(ROOT / "tests" / "data" / "arb_outcomes.csv")
     cells = data.groupby(["model", "task"]).agg(n=("damaged", "size"), x=("damaged", "sum")).reset_index()
     false_cert = false_certification(rng)
-    cs_miss, cp_miss = coverage(rng)
+    cs_miss, cp_miss, cs_peek, cp_peek = coverage(rng)
     saved = savings(rng, cells)
     ratio = budget(rng, RatePrior.declared(0.066, 2.25), "published-shaped prior Beta(0.066, 2.25)")
     budget(rng, RatePrior.declared(0.5, 5.0), "declared prior Beta(0.5, 5)")
     print(f"({time.perf_counter() - started:.1f} s)")
     print(
         f"false_cert={false_cert:.4f} cs_miss={cs_miss:.4f} cp_miss={cp_miss:.4f} "
+        f"cs_peek_miss={cs_peek:.3f} cp_peek_miss={cp_peek:.3f} "
         f"saved_fitted={saved[('fitted', 0.01, 0.95)]:.3f} "
         f"saved_fitted_p002={saved[('fitted', 0.002, 0.95)]:.3f} "
         f"saved_plugin={saved[('plug-in', 0.01, 0.95)]:.3f} "
