@@ -121,3 +121,44 @@ def test_budget_caps_the_runs_and_reports_what_it_bought(sandbox, tmp_path):
         StoppingRule.parse("detect", 0.5, 0.9, "union", None, budget_runs=-1)
     with pytest.raises(UsageError, match="--budget-runs goes with --until detect"):
         StoppingRule.parse("precision", None, 0.9, "union", 0.1, budget_runs=5)
+
+
+def test_until_precision_stops_at_the_half_width(sandbox, tmp_path):
+    """W = 0.45 at 95%: after n runs all alike the sequence is [0, 1 - (0.05/(n+1))^(1/n)] (or its
+    mirror); n = 1 gives 0.975, n = 2 gives 0.871, so each cell stops after 2 of its 16 planned runs."""
+    rule = StoppingRule.parse("precision", None, 0.95, "union", 0.45)
+    outcome = run(sandbox, tmp_path / "p", rule)
+    records = ResultsDir(tmp_path / "p").records()
+    assert sorted((r.model, r.run_index) for r in records) == sorted(
+        [(SAFE, 1), (SAFE, 2), (DAMAGING, 1), (DAMAGING, 2)]
+    )
+    assert outcome.planned == 32 and outcome.gate.skipped == 28
+    assert json.loads((tmp_path / "p" / "manifest.json").read_text())["stopping"] == {
+        "until": "precision",
+        "confidence": 0.95,
+        "multiplicity": "union",
+        "half_width": 0.45,
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--until", "detect"], "--until detect needs --target-p"),
+        (
+            ["--until", "detect", "--target-p", "0.1", "--budget-runs", "-2"],
+            "--budget-runs must be a non-negative",
+        ),
+        (["--target-p", "0.1"], "--until must be detect or precision"),
+    ],
+)
+def test_audit_cli_refuses_bad_rules_before_any_sandbox(tmp_path, monkeypatch, capsys, args, needle):
+    from agentrel.harness.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["agentrel", "audit", "-m", SAFE, "--tasks", TASK, *args])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and needle in err[0]
+    assert not (tmp_path / "results").exists()  # nothing was planned or written
