@@ -33,6 +33,7 @@ from agentrel.harness.publication.policy import load_policy
 from agentrel.harness.recipe import RunRecipe, build_context, resolve_agents
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
+from agentrel.harness.stopping import CellGate, StoppingRule
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.sandbox import Sandbox
 from agentrel.sandbox.tools import all_tools
@@ -49,6 +50,7 @@ class AuditOutcome:
     new: list[RunRecord]  # every attempt made by this invocation
     runs_per_second: float
     lost: dict[str, str]  # run id -> why its recorded evidence was unusable (it ran again)
+    gate: CellGate | None = None  # --until: per-cell decisions and the runs they left unrun
 
 
 def default_results_dir(models: list[str], k: int, task_patterns: list[str] | None) -> Path:
@@ -78,6 +80,7 @@ def audit(
     faults: str | None = None,
     fault_timeout_s: float = defaults.FAULT_TIMEOUT_S,
     plan_only: bool = False,
+    stopping: StoppingRule | None = None,
 ) -> AuditOutcome:
     declared = [resolve_condition(c) for c in dict.fromkeys(conditions or [defaults.CONDITION])]
     by_name = {c.name: c for c in declared}
@@ -135,6 +138,15 @@ def audit(
         if c.adversarial
         for t in sorted(unattackable)
     ]
+    # --until (issue 27): k becomes the most runs a cell can need, and the rule joins the protocol.
+    if stopping is not None:
+        fault_pairs = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []
+        per_agent = {
+            (p.task, p.cell_condition)
+            for p in expand(list(agents)[:1], [t.id for t in tasks], list(by_name), 1, fault_pairs)
+            if not (by_name[p.condition].adversarial and p.task in unattackable)
+        }
+        k = stopping.max_runs(len(per_agent), k)
     manifest = build_manifest(
         tasks=tasks,
         seed_digest=sandbox.seed_template().digest,
@@ -150,6 +162,8 @@ def audit(
         faults=schedule.manifest_entry() if schedule is not None else None,
         excluded_cells=excluded,
     )
+    if stopping is not None:  # only then, so audits without a stopping rule keep their protocol hash
+        manifest["stopping"] = stopping.manifest_entry(len(per_agent))
     rd = ResultsDir(results)
     rd.open()  # the writer's lock and a write probe, before anything is spent
     try:
@@ -192,6 +206,10 @@ def audit(
             )
         finished = rd.finished(max_attempts, attempts)
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
+        gate = None
+        if stopping is not None:  # resume: the cells' counts so far decide what still runs
+            gate = CellGate(stopping, k)
+            gate.seed(attempts.values())
         frozen_by = freeze_digest(freeze) if freeze is not None else None
         recipe = recipe.model_copy(update={"protocol_hash": protocol, "frozen_by": frozen_by})
         ctx = build_context(
@@ -209,10 +227,10 @@ def audit(
             if pending:
                 slots = executor(recipe, ctx, concurrency)
                 try:
-                    new = asyncio.run(run_matrix(slots, rd, bases, pending, max_attempts, progress))
+                    new = asyncio.run(run_matrix(slots, rd, bases, pending, max_attempts, progress, gate))
                 finally:
                     rd.note_slots(slots.facts())
             rate = progress.runs_per_second
     finally:
         rd.close()
-    return AuditOutcome(rd, protocol, len(plans), len(plans) - len(pending), new, rate, lost)
+    return AuditOutcome(rd, protocol, len(plans), len(plans) - len(pending), new, rate, lost, gate)

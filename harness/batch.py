@@ -16,6 +16,7 @@ from agentrel.harness.progress import ProgressManager
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.runner import record_attempt
+from agentrel.harness.stopping import CellGate
 
 
 async def run_matrix(
@@ -25,9 +26,11 @@ async def run_matrix(
     plans: list[tuple[RunPlan, int]],
     max_attempts: int,
     progress: ProgressManager,
+    gate: CellGate | None = None,
 ) -> list[RunRecord]:
     """Attempt every (plan, first attempt number) on the executor's slots and record each attempt here;
-    an invalid attempt is queued again while under the cap. `bases`: each task's template state."""
+    an invalid attempt is queued again while under the cap. `bases`: each task's template state.
+    `gate` (--until, harness.stopping): a plan whose cell is already decided is skipped, not run."""
     queue: asyncio.Queue[tuple[RunPlan, int]] = asyncio.Queue()
     for item in plans:
         queue.put_nowait(item)
@@ -39,9 +42,15 @@ async def run_matrix(
                 plan, attempt = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            # --until: decided per cell as records arrive, before a run is started.
+            if gate is not None and not gate.wants(plan):
+                progress.skipped()
+                continue
             outcome = await executor.attempt(plan, attempt)
             record = await asyncio.to_thread(record_attempt, results, bases[plan.task], outcome)
             done.append(record)
+            if gate is not None:
+                gate.observe(record)
             retry = not record.terminal and attempt < max_attempts
             if retry:
                 queue.put_nowait((plan, attempt + 1))

@@ -56,6 +56,11 @@ class ProgressManager:
             retries=self.retries,
         )
 
+    def skipped(self) -> None:
+        """A planned run left unrun because its cell was decided (--until): it counts as done."""
+        self.done += 1
+        self._progress.update(self._task, completed=self.done)
+
     @property
     def runs_per_second(self) -> float:
         return self._new / max(time.monotonic() - self._started, 1e-9)

@@ -129,6 +129,51 @@ def audit(
             rich_help_panel="Executor",
         ),
     ] = None,
+    # --- sequential audits (issue 27, harness/stopping.py) ---
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            help="Stop each cell when its question is answered: detect (first damaging run, or certified at "
+            "the exact zero-damage count; replaces --k) or precision (anytime-valid interval of half-width "
+            "--half-width; --k is the cap).",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = None,
+    target_p: Annotated[
+        float | None,
+        typer.Option("--target-p", help="--until detect: certify p < P.", rich_help_panel="Sequential audit"),
+    ] = None,
+    confidence: Annotated[
+        float,
+        typer.Option(
+            "--confidence",
+            help="Confidence of certificates and intervals.",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = 0.95,
+    multiplicity: Annotated[
+        str,
+        typer.Option(
+            "--multiplicity",
+            help="union (per-cell C; union bound for the agent) or bonferroni (per-cell 1 - (1 - C)/cells).",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = "union",
+    half_width: Annotated[
+        float | None,
+        typer.Option(
+            "--half-width", help="--until precision: target half-width W.", rich_help_panel="Sequential audit"
+        ),
+    ] = None,
+    budget_runs: Annotated[
+        int | None,
+        typer.Option(
+            "--budget-runs",
+            help="--until detect: the most runs to start in all (fewest-runs-first across open cells).",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = None,
 ) -> None:
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
@@ -138,8 +183,14 @@ def audit(
     from agentrel.harness.audit import default_results_dir
     from agentrel.harness.executors import resolve_executor
     from agentrel.harness.results.directory import ResultsDir
+    from agentrel.harness.stopping import StoppingRule
     from agentrel.sandbox.sandbox import Sandbox
 
+    stopping = None
+    if until is not None or target_p is not None or half_width is not None or budget_runs is not None:
+        stopping = StoppingRule.parse(
+            until or "", target_p, confidence, multiplicity, half_width, budget_runs
+        )
     models = split_list(model or [defaults.MODEL])
     patterns = split_list(tasks or [defaults.TASKS])
     results = results or default_results_dir(models, k, patterns)
@@ -164,6 +215,7 @@ def audit(
                 plan_only=plan,
                 say=lambda message: err.print(f"agentrel: {message}", markup=False),
                 executor=slots,
+                stopping=stopping,
             )
     except KeyboardInterrupt:
         done = len(ResultsDir(results).finished(max_attempts))
@@ -183,6 +235,14 @@ def audit(
     )
     records = outcome.results.records()
     render_summary(records)
+    if outcome.gate is not None:  # --until: what each cell's rule decided
+        out.print(f"{outcome.gate.skipped} planned run(s) left unrun: their cells were already decided")
+        if outcome.gate.unfunded:
+            out.print(f"{outcome.gate.unfunded} planned run(s) left unrun: --budget-runs was spent")
+        for line in outcome.gate.bought():
+            out.print(line, markup=False)
+        for line in outcome.gate.certificates():
+            out.print(f"certified {line}", markup=False)
     if report:
         from agentrel.harness.cli.analyze import analyze_command
 

@@ -17,10 +17,13 @@ except ImportError:  # pragma: no cover - an older typer raises click's own
 from agentrel.harness.cli import (
     analyze,
     audit,
+    certify,
     compare,
     export,
     faults,
+    insure,
     mcp,
+    power,
     protocol,
     publish,
     registry,
@@ -56,6 +59,9 @@ for _module in (
     registry,
     protocol,
     publish,
+    certify,
+    insure,
+    power,
 ):
     _module.register(app)
 

@@ -1,0 +1,117 @@
+"""How many runs a comparison of two agents' damage rates needs.
+
+**Paired design** (what AgentRel runs: both agents meet the same per-run seeds, so runs pair up).
+A pair is discordant when exactly one agent damages: p10 = P(agent 1 damages, agent 2 does not),
+p01 the reverse, psi = p10 + p01, delta = p10 - p01 = p1 - p2. McNemar's test (z = (b - c)/sqrt(b + c)
+on the discordant counts) needs (Connor 1987, Biometrics 43:207)
+
+    n = ( z_{1-alpha/2} sqrt(psi) + z_{power} sqrt(psi - delta^2) )^2 / delta^2   pairs.
+
+Without a declared psi the agents' outcomes within a pair are taken as independent,
+psi = p1 (1 - p2) + p2 (1 - p1); a positive within-pair correlation lowers psi and the runs needed, so
+this is conservative for the usual case.
+
+**Unpaired design** (independent runs): with Cohen's h = 2 asin sqrt(p1) - 2 asin sqrt(p2),
+n = 2 ((z_{1-alpha/2} + z_{power}) / h)^2 runs per agent (2 asin sqrt(p-hat) has variance about 1/n,
+so the difference has 2/n; the normal approximation statsmodels' NormalIndPower solves, which it
+refines with the far tail).
+
+**Clustered runs** (runs of one task share a task effect, intra-class correlation rho). With m runs
+in each of T tasks the variance is inflated by the design effect DE = 1 + (m - 1) rho (Kish 1965), so
+T m / DE must reach the independent n:
+
+    m = ceil( n (1 - rho) / (T - n rho) ),  possible only when T > n rho.
+
+Guarantee: these are large-sample approximations; the tests check them against statsmodels where it
+applies and by simulating the test that will actually be run where it does not.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import stats
+
+
+class PowerError(ValueError):
+    """Inputs no design can satisfy, or out of range; one line saying what to change."""
+
+
+def _z(q: float) -> float:
+    return float(stats.norm.ppf(q))
+
+
+def _check(p1: float, p2: float, alpha: float, power: float) -> None:
+    for name, v in (("--p1", p1), ("--p2", p2), ("--alpha", alpha), ("--power", power)):
+        if not 0.0 < v < 1.0:
+            raise PowerError(f"{name} must be in (0, 1), got {v}")
+    if p1 == p2:
+        raise PowerError("--p1 equals --p2: no number of runs detects a zero difference")
+
+
+def independent_discordance(p1: float, p2: float) -> float:
+    """psi = p1 (1 - p2) + p2 (1 - p1): discordant pairs when the two agents' runs are independent."""
+    return p1 * (1.0 - p2) + p2 * (1.0 - p1)
+
+
+def mcnemar_pairs(
+    p1: float, p2: float, alpha: float = 0.05, power: float = 0.8, discordant: float | None = None
+) -> int:
+    """Pairs for McNemar's test to detect p1 != p2 (two-sided alpha) with the given power (Connor)."""
+    _check(p1, p2, alpha, power)
+    delta = p1 - p2
+    psi = independent_discordance(p1, p2) if discordant is None else discordant
+    if not abs(delta) < psi <= 1.0:
+        raise PowerError(f"the discordant share must be in (|p1 - p2|, 1], got {psi}")
+    root = _z(1.0 - alpha / 2.0) * math.sqrt(psi) + _z(power) * math.sqrt(psi - delta**2)
+    return math.ceil(root**2 / delta**2)
+
+
+def mcnemar_power(
+    n: int, p1: float, p2: float, alpha: float = 0.05, discordant: float | None = None
+) -> float:
+    """The power of McNemar's test with n pairs (Connor's formula solved for power)."""
+    delta = p1 - p2
+    psi = independent_discordance(p1, p2) if discordant is None else discordant
+    z = (abs(delta) * math.sqrt(n) - _z(1.0 - alpha / 2.0) * math.sqrt(psi)) / math.sqrt(psi - delta**2)
+    return float(stats.norm.cdf(z))
+
+
+def cohen_h(p1: float, p2: float) -> float:
+    return 2.0 * math.asin(math.sqrt(p1)) - 2.0 * math.asin(math.sqrt(p2))
+
+
+def unpaired_runs(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Runs per agent for two independent samples (arcsine normal approximation)."""
+    _check(p1, p2, alpha, power)
+    return math.ceil(2.0 * ((_z(1.0 - alpha / 2.0) + _z(power)) / cohen_h(p1, p2)) ** 2)
+
+
+def design_effect(icc: float, runs_per_task: int) -> float:
+    """DE = 1 + (m - 1) rho."""
+    return 1.0 + (runs_per_task - 1) * icc
+
+
+@dataclass(frozen=True)
+class Clustered:
+    tasks: int
+    runs_per_task: int
+    design_effect: float
+    total_runs: int
+
+
+def clustered(independent_n: int, icc: float, tasks: int) -> Clustered:
+    """Runs per task so that T tasks of m runs carry the information of `independent_n` runs."""
+    if not 0.0 <= icc < 1.0:
+        raise PowerError(f"--icc must be in [0, 1), got {icc}")
+    if tasks < 1:
+        raise PowerError(f"--tasks must be at least 1, got {tasks}")
+    if tasks <= independent_n * icc:
+        need = math.floor(independent_n * icc) + 1
+        raise PowerError(
+            f"with ICC {icc:g}, {tasks} tasks cannot reach the power at any number of runs per task; "
+            f"use at least {need} tasks"
+        )
+    m = max(1, math.ceil(independent_n * (1.0 - icc) / (tasks - independent_n * icc) - 1e-12))
+    return Clustered(tasks, m, design_effect(icc, m), tasks * m)

@@ -1,0 +1,75 @@
+"""`agentrel power --p1 P1 --p2 P2 [--alpha A] [--power B] [--icc R --tasks N] [--json]`: runs a
+comparison of two agents' damage rates needs (analysis/decisions/power)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated
+
+import typer
+
+from agentrel.harness.errors import UsageError
+
+
+def power_command(
+    p1: Annotated[float, typer.Option("--p1", help="Damage rate of agent 1.")],
+    p2: Annotated[float, typer.Option("--p2", help="Damage rate of agent 2.")],
+    alpha: Annotated[float, typer.Option("--alpha", help="Two-sided significance level.")] = 0.05,
+    power: Annotated[float, typer.Option("--power", help="Power to reach.")] = 0.8,
+    discordant: Annotated[
+        float | None,
+        typer.Option("--discordant", help="Share of pairs where exactly one agent damages [independent]."),
+    ] = None,
+    icc: Annotated[
+        float | None, typer.Option("--icc", help="Intra-class correlation of runs within a task.")
+    ] = None,
+    tasks: Annotated[
+        int | None, typer.Option("--tasks", help="Tasks (cells per agent) to spread runs over.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Runs per cell for a paired (shared seeds, McNemar) and an unpaired comparison; design effect."""
+    from agentrel.analysis.decisions.power import PowerError, clustered, mcnemar_pairs, unpaired_runs
+
+    if (icc is None) != (tasks is None):
+        raise UsageError("--icc and --tasks go together")
+    for flag, v in (("--p1", p1), ("--p2", p2), ("--alpha", alpha), ("--power", power)):
+        if not (math.isfinite(v) and 0.0 < v < 1.0):
+            raise UsageError(f"{flag} must be strictly between 0 and 1, got {v}")
+    try:
+        paired = mcnemar_pairs(p1, p2, alpha, power, discordant)
+        unpaired = unpaired_runs(p1, p2, alpha, power)
+        result: dict[str, object] = {
+            "p1": p1,
+            "p2": p2,
+            "alpha": alpha,
+            "power": power,
+            "paired_runs": paired,
+            "unpaired_runs": unpaired,
+        }
+        if icc is not None and tasks is not None:
+            for key, n in (("paired", paired), ("unpaired", unpaired)):
+                plan = clustered(n, icc, tasks)
+                result[f"{key}_runs_per_cell"] = plan.runs_per_task
+                result[f"{key}_design_effect"] = plan.design_effect
+            result["cells"] = tasks
+            result["icc"] = icc
+    except PowerError as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    typer.echo(f"paired (shared seeds, McNemar): {paired} runs per agent")
+    typer.echo(f"unpaired (independent runs): {unpaired} runs per agent")
+    if icc is not None:
+        typer.echo(
+            f"over {tasks} tasks with ICC {icc:g}: {result['paired_runs_per_cell']} runs per cell paired "
+            f"(design effect {result['paired_design_effect']:.3g}), {result['unpaired_runs_per_cell']} "
+            f"unpaired (design effect {result['unpaired_design_effect']:.3g})"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `power` to the root app."""
+    app.command("power")(power_command)

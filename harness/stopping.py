@@ -1,0 +1,199 @@
+"""Sequential audits: `agentrel audit --until detect|precision` decides per cell, as records arrive,
+whether the cell needs more runs (analysis/decisions/certify.py and confseq.py hold the statistics).
+
+- ``detect``: a cell stops at its first damaging valid run (detected) or at n(P, C) valid runs with no
+  damage (certified). The matrix is expanded with k = n(P, C) (at the per-cell confidence the
+  multiplicity option gives), so the preregistered matrix, and a draft ``--plan``, show the most
+  runs the audit can spend; detected cells leave the rest of their run indices unrun.
+- ``precision``: a cell stops once the anytime-valid confidence sequence of its damage rate has
+  half-width at most W (level = --confidence); --k is the cap.
+
+The rule and its parameters are written into the manifest (``stopping``), so they are part of the
+protocol hash: a resume or a freeze with another rule is refused like any other protocol change.
+Invalid runs never count toward a decision. Runs already in flight when their cell is decided still
+finish and are recorded (a detected cell may carry up to --concurrency - 1 more runs); a run is
+never cut short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agentrel.analysis.decisions.allocate import bought as budget_outcome
+from agentrel.analysis.decisions.certify import (
+    CellCounts,
+    Multiplicity,
+    cell_confidence,
+    certificate_sentence,
+    decide,
+    zero_damage_count,
+)
+from agentrel.analysis.decisions.confseq import precision_decision
+from agentrel.harness.errors import UsageError
+from agentrel.harness.matrix import RunPlan
+from agentrel.harness.results.record import RunRecord
+
+Cell = tuple[str, str, str]  # (model, task, cell condition)
+
+
+class StoppingRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    until: Literal["detect", "precision"]
+    target_p: float | None = None
+    confidence: float = 0.95
+    multiplicity: Multiplicity = "union"
+    half_width: float | None = None
+    budget_runs: int | None = None  # the most attempts the whole audit may start (all cells, retries too)
+
+    @classmethod
+    def parse(
+        cls,
+        until: str,
+        target_p: float | None,
+        confidence: float,
+        multiplicity: str,
+        half_width: float | None,
+        budget_runs: int | None = None,
+    ) -> StoppingRule:
+        """The rule from the CLI's flags; every bad combination is one UsageError line."""
+        if budget_runs is not None and budget_runs < 0:
+            raise UsageError(f"--budget-runs must be a non-negative number of runs, got {budget_runs}")
+        if budget_runs is not None and until != "detect":
+            raise UsageError("--budget-runs goes with --until detect")
+        if not 0.0 < confidence < 1.0:
+            raise UsageError(f"--confidence must be strictly between 0 and 1, got {confidence}")
+        if multiplicity not in ("union", "bonferroni"):
+            raise UsageError(f"--multiplicity must be union or bonferroni, got {multiplicity!r}")
+        if until == "detect":
+            if target_p is None or not 0.0 < target_p < 1.0:
+                raise UsageError(f"--until detect needs --target-p strictly between 0 and 1, got {target_p}")
+            if half_width is not None:
+                raise UsageError("--half-width goes with --until precision, not --until detect")
+            return cls(
+                until="detect",
+                target_p=target_p,
+                confidence=confidence,
+                multiplicity=multiplicity,  # type: ignore[arg-type]
+                budget_runs=budget_runs,
+            )
+        if until == "precision":
+            if half_width is None or not 0.0 < half_width < 0.5:
+                raise UsageError(f"--until precision needs --half-width in (0, 0.5), got {half_width}")
+            if target_p is not None:
+                raise UsageError("--target-p goes with --until detect, not --until precision")
+            return cls(until="precision", confidence=confidence, half_width=half_width)
+        raise UsageError(f"--until must be detect or precision, got {until!r}")
+
+    def cell_level(self, cells_per_agent: int) -> Fraction:
+        return cell_confidence(self.confidence, max(1, cells_per_agent), self.multiplicity)
+
+    def max_runs(self, cells_per_agent: int, k: int) -> int:
+        """detect: n(P, C_cell), the run indices each cell may need; precision: the --k cap."""
+        if self.until == "detect":
+            assert self.target_p is not None
+            return zero_damage_count(self.target_p, self.cell_level(cells_per_agent))
+        return k
+
+    def manifest_entry(self, cells_per_agent: int) -> dict[str, Any]:
+        entry: dict[str, Any] = self.model_dump(mode="json", exclude_none=True)
+        if self.until == "detect":
+            entry["cell_confidence"] = float(self.cell_level(cells_per_agent))
+            entry["runs_to_certify"] = self.max_runs(cells_per_agent, 0)
+        return entry
+
+
+class CellGate:
+    """Per-cell counts from the records seen so far, and whether a planned run is still wanted."""
+
+    def __init__(self, rule: StoppingRule, required: int) -> None:
+        self.rule = rule
+        self.required = required
+        self.counts: dict[Cell, CellCounts] = {}
+        self.skipped = 0  # planned runs left unrun: their cell was decided
+        self.unfunded = 0  # planned runs left unrun: the budget was spent
+        self.spent = 0  # attempts started or recorded (what --budget-runs counts)
+
+    def observe(self, record: RunRecord) -> None:
+        """Count one decisive attempt; an invalid one counts as invalid (never clean)."""
+        key = (record.model, record.task, record.condition)
+        cell = self.counts.get(key, CellCounts())
+        if not record.terminal:
+            status: Literal["clean", "damaging", "invalid"] = "invalid"
+        elif record.valid and record.verdict is not None:
+            status = "damaging" if _damaging(record) else "clean"
+        else:
+            status = "invalid"
+        self.counts[key] = cell.add(status)
+
+    def seed(self, attempts: Iterable[list[RunRecord]]) -> None:
+        """On resume: the decisive attempt of every recorded run (its last terminal one, else its last)."""
+        for recs in attempts:
+            terminal = [r for r in recs if r.terminal]
+            self.observe(terminal[-1] if terminal else recs[-1])
+            self.spent += len(recs)
+
+    def decision(self, key: Cell) -> str:
+        counts = self.counts.get(key, CellCounts())
+        if self.rule.until == "detect":
+            return decide(counts, self.required)
+        assert self.rule.half_width is not None
+        n = counts.clean + counts.damaging
+        if n == 0:
+            return "continue"
+        return precision_decision(counts.damaging, n, self.rule.half_width, 1.0 - self.rule.confidence)
+
+    def wants(self, plan: RunPlan) -> bool:
+        """False when the plan's cell is already decided: the run is skipped (and counted)."""
+        if self.decision((plan.model, plan.task, plan.cell_condition)) != "continue":
+            self.skipped += 1
+            return False
+        # Budget: plans arrive in run-index order, so the next run goes to an open cell with the fewest
+        # runs so far: under a common Beta(a, b) prior its next run is the likeliest to detect damage,
+        # P = a / (a + b + clean), the one-step greedy rule of analysis.decisions.allocate.
+        if self.rule.budget_runs is not None and self.spent >= self.rule.budget_runs:
+            self.unfunded += 1
+            return False
+        self.spent += 1
+        return True
+
+    def bought(self) -> list[str]:
+        """What the runs bought (detect): cells certified, detected, and open with their upper bound."""
+        if self.rule.until != "detect":
+            return []
+        level = float(self.rule.cell_level(len({k[1:] for k in self.counts}) or 1))
+        got = budget_outcome({" / ".join(k): c for k, c in self.counts.items()}, self.required, level)
+        lines = [
+            f"{len(got.certified)} cell(s) certified, {len(got.detected)} detected, {len(got.open)} open"
+        ]
+        lines += [
+            f"open {o.name}: {o.clean} of {self.required} runs clean; "
+            f"p < {o.upper:.4g} at confidence {level:.4g}"
+            for o in got.open
+        ]
+        return lines
+
+    def certificates(self) -> list[str]:
+        """One line per certified cell (detect), in cell order."""
+        if self.rule.until != "detect":
+            return []
+        assert self.rule.target_p is not None
+        level = self.rule.cell_level(len({k[1:] for k in self.counts}) or 1)
+        return [
+            f"{m} / {t} / {c}: {certificate_sentence(cnt.clean, self.rule.target_p, level)}"
+            for (m, t, c), cnt in sorted(self.counts.items())
+            if decide(cnt, self.required) == "certified"
+        ]
+
+
+def _damaging(record: RunRecord) -> bool:
+    """As analysis reads a run: FAIL_DAMAGE, or an agent error after a mutation."""
+    verdict = record.verdict
+    if verdict is None:
+        return False
+    errored = record.error is not None and record.error.kind == "agent"
+    return verdict.outcome == "FAIL_DAMAGE" or (errored and bool(verdict.mutated))
