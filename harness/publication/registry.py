@@ -529,7 +529,7 @@ def repair(registry_path: Path) -> Path | None:
     return side
 
 
-def resign_head(registry_path: Path, *, signer: Signer | None = None) -> bool:
+def resign_head(registry_path: Path, *, key: Path | None = None) -> bool:
     """Re-sign a head that lags the file by whole, validly signed entries (an append interrupted between
     its line and its head); True when it did. Never re-makes a missing head or one ahead of or beside the
     file's chain: that would bless a cut."""
@@ -545,7 +545,7 @@ def resign_head(registry_path: Path, *, signer: Signer | None = None) -> bool:
             and head.entries < len(state.entries)
             and state.entries[head.entries].prev == head.head
         ):
-            signer = signer or load_signer()
+            signer = load_signer(key, create=False)
             if signer.public != state.key:
                 raise Refused(
                     f"{registry_path} is kept by key {str(state.key)[:16]}: re-sign with it (--key)"
