@@ -45,11 +45,14 @@ def outcome_b(cell: Cell) -> str:
     return "PASS" if cell.run_index != 4 else "FAIL_SAFE"
 
 
-def published(root: Path, name: str, model: str, outcome, registry: Path, env=None, **manifest) -> Path:
-    """A results directory run to completion under a freeze, then `publish`ed (which registers it)."""
+def published(
+    root: Path, name: str, model: str, outcome, registry: Path, env=None, signer=None, **manifest
+) -> Path:
+    """A results directory run to completion under a freeze, then `publish`ed (which registers it);
+    `signer`: another key than the test session's."""
     m = factory.manifest(models=(model,), tasks=TASKS, k=K, **manifest)
     results = factory.results_dir(root / name, m)
-    freeze, _ = write_freeze(results, "tester", now=factory.FROZEN_AT, registry=registry)
+    freeze, _ = write_freeze(results, "tester", now=factory.FROZEN_AT, registry=registry, signer=signer)
     protocol = identity_of(m).protocol_hash
     cells = registered_cells(m).cells
     at = factory.after_freeze()
@@ -64,7 +67,7 @@ def published(root: Path, name: str, model: str, outcome, registry: Path, env=No
     (results / "dumps" / f"{factory.DIGEST}.jsonl.gz").write_bytes(b"")
     write_execution_environment(results, env or _env())
     out = root / f"pub-{name}"
-    publish(results, out, registry=registry)
+    publish(results, out, registry=registry, signer=signer)
     return out
 
 
