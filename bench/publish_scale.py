@@ -48,6 +48,7 @@ from agentrel.harness.faults.receipts import (  # noqa: E402
     WitnessReceipt,
 )
 from agentrel.harness.matrix import run_seed  # noqa: E402
+from agentrel.harness.publication.anchor import anchored_at  # noqa: E402
 from agentrel.harness.publication.canonical import canonical_line  # noqa: E402
 from agentrel.harness.publication.cells import registered_cells  # noqa: E402
 from agentrel.harness.publication.eligibility import proof_of  # noqa: E402
@@ -57,6 +58,7 @@ from agentrel.harness.publication.identity import identity_of  # noqa: E402
 from agentrel.harness.publication.matrix_check import check_matrix  # noqa: E402
 from agentrel.harness.publication.policy import load_policy  # noqa: E402
 from agentrel.harness.publication.publish import evidence_held, publish  # noqa: E402
+from agentrel.harness.publication.registry import read_registry  # noqa: E402
 from agentrel.harness.records import run_id  # noqa: E402
 
 MODELS, TASKS, FAULTED, K = 5, 45, 10, 200
@@ -133,7 +135,10 @@ def fault_outcome(fault_id: str) -> dict[str, object]:
 def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
     """The frozen results directory; returns the number of runs."""
     (directory / "manifest.json").write_text(json.dumps(m))
-    freeze, _ = write_freeze(directory, "bench")
+    # Anchored in the registry publish uses (a temporary key signs it); runs start at the anchor's second.
+    registry = directory.parent / "registry.jsonl"
+    freeze, _ = write_freeze(directory, "bench", registry=registry)
+    at = anchored_at(read_registry(registry).freezes[freeze_digest(freeze)])
     protocol, frozen = identity_of(m).protocol_hash, freeze_digest(freeze)  # as the runner stamps them
     (directory / "dumps").mkdir()
     for d in DIGESTS:
@@ -159,7 +164,7 @@ def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
                 "seed": run_seed(c.task, "clean" if c.fault else c.condition, c.run_index),
                 "protocol_hash": protocol,
             }
-            rec = record(fields, bool(damaged[i]), bool(passed[i]), int(calls[i]), i, frozen, freeze.at)
+            rec = record(fields, bool(damaged[i]), bool(passed[i]), int(calls[i]), i, frozen, at)
             rec["fault"] = outcome if c.fault else None
             attempts = [rec]
             if retried[i]:
@@ -253,6 +258,7 @@ def main() -> None:
     m = manifest()
     policy = load_policy()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["AGENTREL_SIGNING_KEY"] = str(Path(tmp) / "bench.key")  # never the user's key
         results = Path(tmp) / "results"
         results.mkdir()
         t0 = time.perf_counter()
