@@ -13,12 +13,14 @@ other load only ever adds):
                  RFC 8785 form, its receipts and the dump digests (one process per CPU, up to 8);
   validate       the pure validator over those facts: the exact cell set, attempts, freeze binding,
                  witnesses, strata, and the proof;
-  publish        the whole `publish` (both of the above, the artifact check, analysis's six axes and fault
-                 scores, the scorecard's rates, its three files and the registry entry).
+  publish        the whole `publish` (both of the above, the registry's verification and the freeze anchor,
+                 the artifact check, analysis's six axes and fault scores, the scorecard's rates, its
+                 signature, its three files and the signed registry entry and head).
 Side by side in the same run: the evidence read on one process (the parallel speedup), its CPU seconds
 over all processes (what it costs whatever else the machine runs; wall seconds on a shared machine are
-worse), and the reference RFC 8785 encoder (`rfc8785.dumps`) against the fast canonical path on a sample
-of the same lines.
+worse), the reference RFC 8785 encoder (`rfc8785.dumps`) against the fast canonical path on a sample
+of the same lines, and the scorecard's signature check (what `compare` does per input) against making
+its RFC 8785 bytes alone.
 
 Last line: runs=<n> validate_seconds=<a> evidence_root_seconds=<b>
 """
@@ -49,7 +51,7 @@ from agentrel.harness.faults.receipts import (  # noqa: E402
 )
 from agentrel.harness.matrix import run_seed  # noqa: E402
 from agentrel.harness.publication.anchor import anchored_at  # noqa: E402
-from agentrel.harness.publication.canonical import canonical_line  # noqa: E402
+from agentrel.harness.publication.canonical import canonical_line, model_bytes  # noqa: E402
 from agentrel.harness.publication.cells import registered_cells  # noqa: E402
 from agentrel.harness.publication.eligibility import proof_of  # noqa: E402
 from agentrel.harness.publication.evidence import read_evidence  # noqa: E402
@@ -304,6 +306,17 @@ def main() -> None:
         print(f"canonical form: fast path {ratio:.1f}x the reference rfc8785 encoder on the same lines")
         phases = " ".join(f"{k}={v:.2f}" for k, v in outcome.timings.items())
         print(f"publish_seconds={publish_s:.2f} (phases: {phases})")
+        card = outcome.scorecard
+        t0 = time.perf_counter()
+        assert card.signature_problem() is None  # what compare checks: canonical bytes, then Ed25519
+        verify_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        model_bytes(card)
+        bytes_s = time.perf_counter() - t0
+        print(
+            f"scorecard signature check {verify_s:.2f} s, of which its RFC 8785 bytes {bytes_s:.2f} s "
+            f"({verify_s / bytes_s:.2f}x the bytes alone; {len(card.runs)} runs)"
+        )
     print(f"runs={n} validate_seconds={validate_s:.3f} evidence_root_seconds={evidence_root_s:.3f}")
 
 

@@ -35,10 +35,11 @@ def freeze(
     where, signer = registry_path(registry), signer_of(key)
     record, wrote = write_freeze(results, by, registry=where, signer=signer)
     entry = anchor(results, record, registry=where, signer=signer)  # the one write_freeze appended
-    if (results / "runs.jsonl").exists() and wrote:
+    if entry.runs_before:
         err.print(
-            f"agentrel protocol: {results / 'runs.jsonl'} already holds runs: they were recorded before the "
-            "freeze and stay evidence only",
+            f"agentrel protocol: the registry anchors this freeze after {entry.runs_before} recorded runs: "
+            "this directory will not publish (freeze_after_runs); freeze a new results directory before "
+            "its runs",
             markup=False,
         )
     state = "frozen" if wrote else "already frozen"

@@ -143,6 +143,8 @@ def list_command(registry: RegistryFile = None, public_key: PublicKey = None, ke
             why,
         )
     out.print(table)
+    if state.freezes:
+        out.print(f"{len(state.freezes)} freezes anchored", markup=False)
     out.print(
         f"{len(state.entries)} entries, signatures, chain and head verified under key {state.key}; "
         f"head {state.head}",

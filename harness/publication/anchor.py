@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from agentrel.harness.publication.evidence import RecordFacts
 from agentrel.harness.publication.freeze import Freeze, freeze_digest
@@ -23,7 +23,7 @@ __all__ = ["anchor_reasons", "anchored_at"]
 
 def anchored_at(entry: RegistryEntry) -> str:
     """The entry's registry time in the records' format, rounded down to the second."""
-    return datetime.fromisoformat(entry.at).strftime(STAMP)
+    return datetime.fromisoformat(entry.at).astimezone(UTC).strftime(STAMP)
 
 
 def anchor_reasons(

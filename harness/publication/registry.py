@@ -100,6 +100,12 @@ class RegistryEntry(BaseModel):
 
     @model_validator(mode="after")
     def _fields_of_action(self) -> RegistryEntry:
+        try:
+            stamped = datetime.fromisoformat(self.at)
+        except ValueError:
+            raise ValueError(f"at is not an ISO-8601 time: {self.at[:40]!r}") from None
+        if stamped.tzinfo is None:
+            raise ValueError("at names no time zone")  # a freeze's time is compared with the runs' (UTC)
         freeze_fields = (self.matrix_hash, self.runs_before)
         if self.action == "freeze":
             if self.protocol_hash is None or None in freeze_fields:
