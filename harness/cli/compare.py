@@ -72,8 +72,8 @@ def render_markdown(comparison: Comparison) -> str:
         "# Comparison of publishable scorecards",
         "",
         f"Protocol `{comparison.protocol_hash}`. Every input was active in the registry at head "
-        f"`{comparison.registry_head[:16]}`, and their environments conform pairwise. Runs are paired "
-        "on shared seeds.",
+        f"`{comparison.registry_head[:16]}`, signed by key `{(comparison.registry_key or '')[:16]}`, and "
+        "their environments conform pairwise. Runs are paired on shared seeds.",
         "",
         "| scorecard | digest | subjects | environment |",
         "|---|---|---|---|",

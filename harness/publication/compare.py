@@ -338,6 +338,7 @@ class Comparison(_Frozen):
     format: Literal["agentrel-comparison/1"] = "agentrel-comparison/1"
     protocol_hash: str
     registry_head: str  # the registry state every input was checked active in
+    registry_key: str | None = None  # the trusted key the registry and every input verified under
     inputs: tuple[ComparedInput, ...]
     conformance: tuple[EnvironmentConformanceProof, ...]
     seed: int
@@ -354,6 +355,7 @@ def compare_views(
     seed: int,
     n_boot: int,
     level: float,
+    registry_key: str | None = None,
 ) -> Comparison:
     """The comparison of inputs `check_comparable` allowed: every subject of each scorecard against
     every subject of each later one, in the order given."""
@@ -373,6 +375,7 @@ def compare_views(
     return Comparison(
         protocol_hash=views[0].protocol_hash,
         registry_head=registry_head,
+        registry_key=registry_key,
         inputs=tuple(
             ComparedInput(
                 name=v.name,
@@ -427,7 +430,13 @@ def compare_scorecards(
     proofs = check_comparable(views, registry, policy)
     rules = policy.comparison
     return compare_views(
-        views, proofs, registry.head, seed=rules.seed, n_boot=rules.n_boot, level=1.0 - rules.alpha
+        views,
+        proofs,
+        registry.head,
+        seed=rules.seed,
+        n_boot=rules.n_boot,
+        level=1.0 - rules.alpha,
+        registry_key=trusted,
     )
 
 
