@@ -13,12 +13,14 @@ other load only ever adds):
                  RFC 8785 form, its receipts and the dump digests (one process per CPU, up to 8);
   validate       the pure validator over those facts: the exact cell set, attempts, freeze binding,
                  witnesses, strata, and the proof;
-  publish        the whole `publish` (both of the above, the artifact check, analysis's six axes and fault
-                 scores, the scorecard's rates, its three files and the registry entry).
+  publish        the whole `publish` (both of the above, the registry's verification and the freeze anchor,
+                 the artifact check, analysis's six axes and fault scores, the scorecard's rates, its
+                 signature, its three files and the signed registry entry and head).
 Side by side in the same run: the evidence read on one process (the parallel speedup), its CPU seconds
 over all processes (what it costs whatever else the machine runs; wall seconds on a shared machine are
-worse), and the reference RFC 8785 encoder (`rfc8785.dumps`) against the fast canonical path on a sample
-of the same lines.
+worse), the reference RFC 8785 encoder (`rfc8785.dumps`) against the fast canonical path on a sample
+of the same lines, and the scorecard's signature check (what `compare` does per input) against making
+its RFC 8785 bytes alone.
 
 Last line: runs=<n> validate_seconds=<a> evidence_root_seconds=<b>
 """
@@ -48,7 +50,8 @@ from agentrel.harness.faults.receipts import (  # noqa: E402
     WitnessReceipt,
 )
 from agentrel.harness.matrix import run_seed  # noqa: E402
-from agentrel.harness.publication.canonical import canonical_line  # noqa: E402
+from agentrel.harness.publication.anchor import anchored_at  # noqa: E402
+from agentrel.harness.publication.canonical import canonical_line, model_bytes  # noqa: E402
 from agentrel.harness.publication.cells import registered_cells  # noqa: E402
 from agentrel.harness.publication.eligibility import proof_of  # noqa: E402
 from agentrel.harness.publication.evidence import read_evidence  # noqa: E402
@@ -57,6 +60,7 @@ from agentrel.harness.publication.identity import identity_of  # noqa: E402
 from agentrel.harness.publication.matrix_check import check_matrix  # noqa: E402
 from agentrel.harness.publication.policy import load_policy  # noqa: E402
 from agentrel.harness.publication.publish import evidence_held, publish  # noqa: E402
+from agentrel.harness.publication.registry import read_registry  # noqa: E402
 from agentrel.harness.results.record import run_id  # noqa: E402
 
 MODELS, TASKS, FAULTED, K = 5, 45, 10, 200
@@ -133,7 +137,10 @@ def fault_outcome(fault_id: str) -> dict[str, object]:
 def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
     """The frozen results directory; returns the number of runs."""
     (directory / "manifest.json").write_text(json.dumps(m))
-    freeze, _ = write_freeze(directory, "bench")
+    # Anchored in the registry publish uses (a temporary key signs it); runs start at the anchor's second.
+    registry = directory.parent / "registry.jsonl"
+    freeze, _ = write_freeze(directory, "bench", registry=registry)
+    at = anchored_at(read_registry(registry).freezes[freeze_digest(freeze)])
     protocol, frozen = identity_of(m).protocol_hash, freeze_digest(freeze)  # as the runner stamps them
     (directory / "dumps").mkdir()
     for d in DIGESTS:
@@ -159,7 +166,7 @@ def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
                 "seed": run_seed(c.task, "clean" if c.fault else c.condition, c.run_index),
                 "protocol_hash": protocol,
             }
-            rec = record(fields, bool(damaged[i]), bool(passed[i]), int(calls[i]), i, frozen, freeze.at)
+            rec = record(fields, bool(damaged[i]), bool(passed[i]), int(calls[i]), i, frozen, at)
             rec["fault"] = outcome if c.fault else None
             attempts = [rec]
             if retried[i]:
@@ -253,6 +260,7 @@ def main() -> None:
     m = manifest()
     policy = load_policy()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["AGENTREL_SIGNING_KEY"] = str(Path(tmp) / "bench.key")  # never the user's key
         results = Path(tmp) / "results"
         results.mkdir()
         t0 = time.perf_counter()
@@ -298,6 +306,17 @@ def main() -> None:
         print(f"canonical form: fast path {ratio:.1f}x the reference rfc8785 encoder on the same lines")
         phases = " ".join(f"{k}={v:.2f}" for k, v in outcome.timings.items())
         print(f"publish_seconds={publish_s:.2f} (phases: {phases})")
+        card = outcome.scorecard
+        t0 = time.perf_counter()
+        assert card.signature_problem() is None  # what compare checks: canonical bytes, then Ed25519
+        verify_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        model_bytes(card)
+        bytes_s = time.perf_counter() - t0
+        print(
+            f"scorecard signature check {verify_s:.2f} s, of which its RFC 8785 bytes {bytes_s:.2f} s "
+            f"({verify_s / bytes_s:.2f}x the bytes alone; {len(card.runs)} runs)"
+        )
     print(f"runs={n} validate_seconds={validate_s:.3f} evidence_root_seconds={evidence_root_s:.3f}")
 
 

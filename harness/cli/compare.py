@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from agentrel.harness.cli.registry import RegistryFile, registry_path
+from agentrel.harness.cli.registry import KeyFile, PublicKey, RegistryFile, registry_path
 
 if TYPE_CHECKING:
     from agentrel.harness.publication.compare import Comparison
@@ -29,15 +29,18 @@ def compare_command(
         typer.Option("--out", help="Where comparison.json and .md go (default: comparisons/<digests>/)."),
     ] = None,
     registry: RegistryFile = None,
+    public_key: PublicKey = None,
+    key: KeyFile = None,
 ) -> None:
     """Compare publishable scorecards on the same protocol, paired on shared seeds; refuse otherwise.
 
     Refused (one line, exit 5, nothing written) unless every input is a publishable scorecard, all
     share one protocol hash and cell set, their environments conform, their subjects differ, and the
-    registry holds each as active."""
+    registry verifies under the trusted key (`--public-key`, else your own) and holds each, signed by that
+    key, as active."""
     from agentrel.harness.publication.compare import compare_scorecards, default_out_dir, write_comparison
 
-    comparison = compare_scorecards(scorecards, registry_path(registry))
+    comparison = compare_scorecards(scorecards, registry_path(registry), public_key=public_key, key=key)
     where = out_dir or default_out_dir(comparison)
     for path in write_comparison(where, comparison, render_markdown(comparison)):
         out.print(f"wrote {path}", markup=False)
@@ -69,8 +72,8 @@ def render_markdown(comparison: Comparison) -> str:
         "# Comparison of publishable scorecards",
         "",
         f"Protocol `{comparison.protocol_hash}`. Every input was active in the registry at head "
-        f"`{comparison.registry_head[:16]}`, and their environments conform pairwise. Runs are paired "
-        "on shared seeds.",
+        f"`{comparison.registry_head[:16]}`, signed by key `{(comparison.registry_key or '')[:16]}`, and "
+        "their environments conform pairwise. Runs are paired on shared seeds.",
         "",
         "| scorecard | digest | subjects | environment |",
         "|---|---|---|---|",

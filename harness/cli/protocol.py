@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from agentrel.harness.cli.registry import KeyFile, RegistryFile, registry_path, signer_of
+
 app = typer.Typer(
     help="A results directory's protocol: freeze it before the measured runs.", no_args_is_help=True
 )
@@ -22,21 +24,32 @@ Results = Annotated[Path, typer.Argument(help="A results directory (its manifest
 def freeze(
     results: Results,
     by: Annotated[str, typer.Option("--by", help="Who freezes the protocol (kept in freeze.json).")],
+    registry: RegistryFile = None,
+    key: KeyFile = None,
 ) -> None:
-    """Write freeze.json: the protocol hash and its parts, who, when. Earlier runs stay evidence."""
-    from agentrel.harness.publication.freeze import FREEZE_FILE, freeze_digest, write_freeze
+    """Write freeze.json (the protocol hash and its parts, who, when) and anchor it with a signed freeze
+    entry in the registry. Earlier runs stay evidence, and a directory frozen over runs is never
+    published."""
+    from agentrel.harness.publication.freeze import FREEZE_FILE, anchor, freeze_digest, write_freeze
 
-    record, wrote = write_freeze(results, by)
-    if (results / "runs.jsonl").exists() and wrote:
+    where, signer = registry_path(registry), signer_of(key)
+    record, wrote = write_freeze(results, by, registry=where, signer=signer)
+    entry = anchor(results, record, registry=where, signer=signer)  # the one write_freeze appended
+    if entry.runs_before:
         err.print(
-            f"agentrel protocol: {results / 'runs.jsonl'} already holds runs: they were recorded before the "
-            "freeze and stay evidence only",
+            f"agentrel protocol: the registry anchors this freeze after {entry.runs_before} recorded runs: "
+            "this directory will not publish (freeze_after_runs); freeze a new results directory before "
+            "its runs",
             markup=False,
         )
     state = "frozen" if wrote else "already frozen"
     out.print(
         f"{results / FREEZE_FILE}: {state} by {record.by} at {record.at}: protocol {record.protocol_hash} "
         f"(freeze {freeze_digest(record)[:12]})",
+        markup=False,
+    )
+    out.print(
+        f"{where}:{entry.seq + 1}: freeze anchored at {entry.at}, signed by key {signer.public}",
         markup=False,
     )
 

@@ -1,15 +1,21 @@
-"""`agentrel registry supersede|withdraw|list|repair`: the append-only record of published scorecards."""
+"""`agentrel registry supersede|withdraw|list|verify|repair`: the append-only, signed record of freezes and
+published scorecards."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
+from agentrel.harness.errors import CheckFailed, IntegrityFailure
+
+if TYPE_CHECKING:
+    from agentrel.harness.publication.registry import RegistryState
+    from agentrel.harness.publication.signing import Signer
 
 app = typer.Typer(
     help="The append-only registry of published scorecards: supersede, withdraw, list.", no_args_is_help=True
@@ -26,6 +32,24 @@ RegistryFile = Annotated[
         rich_help_panel="Registry",
     ),
 ]
+KeyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--key",
+        envvar="AGENTREL_SIGNING_KEY",
+        help="The Ed25519 signing key (PEM; default: $AGENTREL_HOME/signing.key, made on first use).",
+        rich_help_panel="Signing",
+    ),
+]
+PublicKey = Annotated[
+    str | None,
+    typer.Option(
+        "--public-key",
+        envvar="AGENTREL_PUBLIC_KEY",
+        help="The publisher's public key to verify against (64 hex; default: your own key's).",
+        rich_help_panel="Signing",
+    ),
+]
 Digest = Annotated[str, typer.Argument(help="The scorecard's digest (64 hex digits).")]
 Reason = Annotated[str, typer.Option("--reason", help="Why: kept in the registry for good.")]
 By = Annotated[str | None, typer.Option("--by", help="Who decides (default: the login name).")]
@@ -37,6 +61,32 @@ def registry_path(given: Path | None) -> Path:
     return given.absolute() if given is not None else default_registry_path()
 
 
+def signer_of(key: Path | None) -> Signer:
+    """The user's signing key, made on first use; says so (with its public part) when it was made."""
+    from agentrel.harness.publication.signing import load_signer
+
+    signer = load_signer(key)
+    if signer.created:
+        err.print(
+            f"agentrel: made a signing key at {signer.path} (mode 0600; keep it, back it up): "
+            f"public key {signer.public}",
+            markup=False,
+        )
+    return signer
+
+
+def verified(path: Path, public_key: str | None, key: Path | None, head: str | None = None) -> RegistryState:
+    """The registry verified under the trusted key; a failure is one line naming the first bad entry,
+    exit 1."""
+    from agentrel.harness.publication.registry import verify
+    from agentrel.harness.publication.signing import trusted_key
+
+    try:
+        return verify(path, trusted_key(public_key, key), head)
+    except IntegrityFailure as exc:
+        raise CheckFailed(f"the registry does not verify: {exc}") from None
+
+
 @app.command()
 def supersede(
     digest: Digest,
@@ -46,34 +96,36 @@ def supersede(
     ] = None,
     by: By = None,
     registry: RegistryFile = None,
+    key: KeyFile = None,
 ) -> None:
     """Mark an active scorecard superseded: it is never compared again."""
     from agentrel.harness.publication.registry import supersede as append
 
     path = registry_path(registry)
-    entry = append(path, digest, reason, replacement, by)
+    entry = append(path, digest, reason, replacement, by, signer=signer_of(key))
     out.print(f"{path}:{entry.seq + 1}: {digest[:12]} superseded", markup=False)
 
 
 @app.command()
-def withdraw(digest: Digest, reason: Reason, by: By = None, registry: RegistryFile = None) -> None:
+def withdraw(
+    digest: Digest, reason: Reason, by: By = None, registry: RegistryFile = None, key: KeyFile = None
+) -> None:
     """Withdraw a scorecard (active or superseded): it is never compared again."""
     from agentrel.harness.publication.registry import withdraw as append
 
     path = registry_path(registry)
-    entry = append(path, digest, reason, by)
+    entry = append(path, digest, reason, by, signer=signer_of(key))
     out.print(f"{path}:{entry.seq + 1}: {digest[:12]} withdrawn", markup=False)
 
 
 @app.command("list")
-def list_command(registry: RegistryFile = None) -> None:
-    """Every registered scorecard and its status, after checking the whole hash chain.
+def list_command(registry: RegistryFile = None, public_key: PublicKey = None, key: KeyFile = None) -> None:
+    """Every registered scorecard and its status, after verifying the registry (`registry verify`).
 
-    Exits 1 when the last line is torn (an interrupted append), after listing what is whole."""
-    from agentrel.harness.publication.registry import read_registry
-
+    Refuses (exit 1) a registry that does not verify; exits 1 when the last line is torn (an interrupted
+    append), after listing what is whole."""
     path = registry_path(registry)
-    state = read_registry(path)
+    state = verified(path, public_key, key)
     table = Table(title=str(path), title_justify="left")
     for column in ("digest", "status", "protocol", "subject", "derived from", "why"):
         table.add_column(column)
@@ -91,7 +143,13 @@ def list_command(registry: RegistryFile = None) -> None:
             why,
         )
     out.print(table)
-    out.print(f"{len(state.entries)} entries, chain intact; head {state.head}", markup=False)
+    if state.freezes:
+        out.print(f"{len(state.freezes)} freezes anchored", markup=False)
+    out.print(
+        f"{len(state.entries)} entries, signatures, chain and head verified under key {state.key}; "
+        f"head {state.head}",
+        markup=False,
+    )
     if state.torn is not None:
         err.print(
             f"agentrel: error: {path}: the last line is torn ({state.torn.size} bytes at offset "
@@ -101,14 +159,46 @@ def list_command(registry: RegistryFile = None) -> None:
         raise typer.Exit(int(ExitCode.FAILED))
 
 
+@app.command("verify")
+def verify_command(
+    registry: RegistryFile = None,
+    public_key: PublicKey = None,
+    key: KeyFile = None,
+    head: Annotated[
+        str | None,
+        typer.Option("--head", help="A head hash you kept earlier: the registry must still hold it."),
+    ] = None,
+) -> None:
+    """Check every entry's signature, the hash chain and the signed head, under the trusted key.
+
+    Exits 1 naming the first bad entry: an edited, hand-written or re-chained line, a cut (the head
+    vouches for more entries), another publisher's key, or a kept head it no longer holds."""
+    path = registry_path(registry)
+    state = verified(path, public_key, key, head)
+    torn = " (a torn last line: `agentrel registry repair`)" if state.torn else ""
+    out.print(
+        f"{path}: {len(state.entries)} entries, signatures, chain and head verified under key "
+        f"{state.key or '(none: empty)'}; head {state.head}{torn}",
+        markup=False,
+    )
+    if state.torn is not None:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
 @app.command()
-def repair(registry: RegistryFile = None) -> None:
-    """Set a torn last line aside in a sidecar file (kept) and cut it from the registry."""
+def repair(registry: RegistryFile = None, key: KeyFile = None) -> None:
+    """Set a torn last line aside in a sidecar file (kept) and cut it from the registry; re-sign a head
+    that an interrupted append left behind the file's validly signed entries."""
     from agentrel.harness.publication.registry import repair as cut
+    from agentrel.harness.publication.registry import resign_head
 
     path = registry_path(registry)
     side = cut(path)
     out.print(f"{path}: whole, nothing to repair" if side is None else f"{path}: torn line moved to {side}")
+    from agentrel.harness.publication.registry_head import head_path
+
+    if resign_head(path, key=key):
+        out.print(f"{head_path(path)}: re-signed over the entries an interrupted append left", markup=False)
 
 
 def register(root: typer.Typer) -> None:

@@ -6,8 +6,9 @@ publishable scorecard whose embedded proof hashes to its proof hash (an `Incompl
 named as such) and whose runs agree with its rates and the seed rule; each embeds its execution
 environment; all share one protocol hash (a difference names the part: matrix, policy, evaluator,
 witness contracts), this agentrel's policy, one cell set and one seed per run; their subjects differ; the
-registry knows each as active under the same hashes; and every pair of environments conforms under the
-policy's environment rules.
+registry verifies (chain, signatures, head) under the trusted key and knows each as active under the same
+hashes; each is signed by that same key; and every pair of environments conforms under the policy's
+environment rules. The trusted key is the one the reader names (`--public-key`), else their own.
 
 A scorecard may score several agents; the unit compared is one subject of one scorecard, and every
 subject of each input is compared with every subject of each later input (compare_stats.py: exact
@@ -26,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentrel.harness.durable import write_durably
-from agentrel.harness.errors import Refused, UserError
+from agentrel.harness.errors import IntegrityFailure, Refused, UserError
 from agentrel.harness.matrix import run_seed
 from agentrel.harness.publication.compare_stats import (
     CellTest,
@@ -46,8 +47,9 @@ from agentrel.harness.publication.environment import ExecutionEnvironment, envir
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
 from agentrel.harness.publication.identity import ProtocolParts
 from agentrel.harness.publication.policy import Policy, load_policy, policy_hash
-from agentrel.harness.publication.registry import RegistryState, read_registry
+from agentrel.harness.publication.registry import RegistryState, verify
 from agentrel.harness.publication.scorecard import PublishableScorecard
+from agentrel.harness.publication.signing import trusted_key
 
 __all__ = [
     "COMPARISON_FILES",
@@ -85,6 +87,7 @@ class ScorecardView(ProtocolParts):
 
     name: str  # how the user named it (a path), for messages only
     digest: str
+    signed_by: str  # the public key whose valid signature it carries
     execution_environment_hash: str
     environment: ExecutionEnvironment
     subjects: tuple[SubjectRuns, ...]
@@ -124,6 +127,10 @@ def load_scorecard(path: Path) -> ScorecardView:
         raise Refused(f"{where}: not a publishable scorecard ({field_problem(exc)})") from None
     if not card.proof.eligible or card.proof_hash != card.proof.digest:  # the model checks; so do we
         raise Refused(f"{where}: its proof_hash is not the hash of an eligible embedded proof")
+    unsigned = card.signature_problem()
+    if unsigned:
+        raise Refused(f"{where}: {unsigned}")
+    assert card.signed_by is not None
     problem = _runs_problem(card)
     if problem:
         raise Refused(f"{where}: {problem}: the scorecard was edited after it was built")
@@ -148,6 +155,7 @@ def load_scorecard(path: Path) -> ScorecardView:
     return ScorecardView(
         name=str(path),
         digest=card.digest,
+        signed_by=card.signed_by,
         protocol_hash=card.protocol_hash,
         matrix_hash=card.matrix_hash,
         policy_hash=card.policy_hash,
@@ -215,9 +223,16 @@ def check_comparable(
 ) -> list[EnvironmentConformanceProof]:
     """Raise `Refused` naming the first reason the inputs may not be compared; else the pairwise
     environment conformance proofs the comparison rests on. `policy` is this agentrel's own: the
-    scorecards must have been made under it, since its rules are the ones applied here."""
+    scorecards must have been made under it, since its rules are the ones applied here. `registry` was
+    verified under the trusted key: each scorecard must be signed by the key that keeps it."""
     if len(views) < 2:
         raise Refused("comparison needs at least two scorecards")
+    for v in views:
+        if registry.key is not None and v.signed_by != registry.key:
+            raise Refused(
+                f"{v.name}: signed by key {v.signed_by[:16]}, not {registry.key[:16]}, which keeps the "
+                f"registry {registry.path}: another publisher's scorecard"
+            )
     first = views[0]
     for v in views:
         if environment_hash(v.environment) != v.execution_environment_hash:
@@ -323,6 +338,7 @@ class Comparison(_Frozen):
     format: Literal["agentrel-comparison/1"] = "agentrel-comparison/1"
     protocol_hash: str
     registry_head: str  # the registry state every input was checked active in
+    registry_key: str | None = None  # the trusted key the registry and every input verified under
     inputs: tuple[ComparedInput, ...]
     conformance: tuple[EnvironmentConformanceProof, ...]
     seed: int
@@ -339,6 +355,7 @@ def compare_views(
     seed: int,
     n_boot: int,
     level: float,
+    registry_key: str | None = None,
 ) -> Comparison:
     """The comparison of inputs `check_comparable` allowed: every subject of each scorecard against
     every subject of each later one, in the order given."""
@@ -358,6 +375,7 @@ def compare_views(
     return Comparison(
         protocol_hash=views[0].protocol_hash,
         registry_head=registry_head,
+        registry_key=registry_key,
         inputs=tuple(
             ComparedInput(
                 name=v.name,
@@ -379,17 +397,46 @@ def compare_views(
 # -- the operation ------------------------------------------------------------------------------------------
 
 
+def verified_registry(path: Path, trusted: str | None) -> RegistryState:
+    """The registry, verified under the trusted key; a torn one is refused as `read_registry` refuses it,
+    any other failure as `Refused` naming the first bad entry."""
+    try:
+        state = verify(path, trusted)
+    except IntegrityFailure as exc:
+        raise Refused(f"the registry does not verify: {exc}") from None
+    state.require_whole()
+    return state
+
+
 def compare_scorecards(
-    paths: Sequence[Path], registry_path: Path, policy: Policy | None = None
+    paths: Sequence[Path],
+    registry_path: Path,
+    policy: Policy | None = None,
+    *,
+    public_key: str | None = None,
+    key: Path | None = None,
 ) -> Comparison:
-    """Load, check (raising `Refused`), and compare under the policy's comparison rules. Writes nothing."""
+    """Verify the registry, load, check (raising `Refused`), and compare under the policy's comparison
+    rules. The trusted key: `public_key`, else the public part of the user's signing key (`key`).
+    Writes nothing."""
     policy = policy or load_policy()
+    trusted = trusted_key(public_key, key)
+    if trusted is None:
+        raise Refused(
+            "no key to verify against: pass --public-key (the publisher's, printed by `agentrel publish`)"
+        )
+    registry = verified_registry(registry_path, trusted)
     views = [load_scorecard(p) for p in paths]
-    registry = read_registry(registry_path)
     proofs = check_comparable(views, registry, policy)
     rules = policy.comparison
     return compare_views(
-        views, proofs, registry.head, seed=rules.seed, n_boot=rules.n_boot, level=1.0 - rules.alpha
+        views,
+        proofs,
+        registry.head,
+        seed=rules.seed,
+        n_boot=rules.n_boot,
+        level=1.0 - rules.alpha,
+        registry_key=trusted,
     )
 
 

@@ -63,6 +63,9 @@ class RecordFacts(NamedTuple):
     started_at: str
     witness_problem: str | None  # a fault run whose receipts do not show the fault landed: why
     problem: str | None  # a field the validator needs is missing or of the wrong type
+    # The fault kind both receipts are of (the actuation's and the witness's, which must agree), checked
+    # against the cell's scheduled kind: a restart's receipts do not witness a kill.
+    receipt_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
         return _broken(leaf, rec, "field fault or frozen_by is of the wrong type")
     if type(started) is not str:
         return _broken(leaf, rec, "field started_at is of the wrong type")
+    witness_problem, receipt_kind = _witness_check(fault_outcome) if fault is not None else (None, None)
     error, raw = get("error"), get("verdict")
     error_kind = error.get("kind") if type(error) is dict else None
     outcome = raw.get("outcome") if type(raw) is dict else None
@@ -143,7 +147,7 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
     return RecordFacts(
         leaf, texts[0], texts[1], texts[2], texts[3], fault, run_index, attempt, texts[4], texts[5], status,
         outcome if type(outcome) is str else None, damaged, passed, frozen_by, started,
-        _witness_problem(fault_outcome) if fault is not None else None, None,
+        witness_problem, None, receipt_kind,
     )  # fmt: skip
 
 
@@ -170,25 +174,30 @@ def _broken(leaf: str, rec: Mapping[str, Any], problem: str) -> RecordFacts:
     )  # fmt: skip
 
 
-def _witness_problem(fault: Any) -> str | None:
-    """None when a fault run's record shows its fault landed (harness.results.record.FaultOutcome): it fired,
-    both receipts are there for its fault id, the verdict recomputed from them (as the injector computes
-    it) is `witnessed`, and so is every verdict the record states."""
+def _witness_check(fault: Any) -> tuple[str | None, str | None]:
+    """(None, the receipts' fault kind) when a fault run's record shows its fault landed
+    (harness.results.record.FaultOutcome): it fired, both receipts are there for its fault id and of the kind
+    the record names, the verdict recomputed from them (as the injector computes it) is `witnessed`, and
+    so is every verdict the record states; else (why not, the kind when known). Whether that kind is the
+    cell's scheduled one is the validator's check (matrix_check), which knows the schedule."""
     if not isinstance(fault, dict) or not fault.get("fired"):
-        return "the fault's trigger was never reached"
+        return "the fault's trigger was never reached", None
     try:
         actuator = ActuatorReceipt.model_validate(fault.get("actuator"))
         witness = WitnessReceipt.model_validate(fault.get("witness"))
     except ValidationError as exc:
-        return f"no readable receipt ({exc.errors()[0]['msg']})"
+        return f"no readable receipt ({exc.errors()[0]['msg']})", None
+    kind = actuator.actuation.kind
     if not fault["fault_id"] == actuator.fault_id == witness.fault_id:
-        return "the receipts are of another fault"
+        return "the receipts are of another fault", kind
     outcome, reasons = verdict(actuator.actuation, witness.witness)
     if outcome != "witnessed":
-        return "; ".join(reasons)
+        return "; ".join(reasons), kind
+    if fault.get("kind") != kind:
+        return f"the record names a {fault.get('kind')} fault and its receipts are of a {kind}", kind
     if witness.verdict != "witnessed" or fault.get("verdict") != "witnessed":
-        return "a stored verdict is invalid_injection"
-    return None
+        return "a stored verdict is invalid_injection", kind
+    return None, kind
 
 
 class _Part(NamedTuple):

@@ -5,6 +5,12 @@ the freeze record (the identity hashes, who, when). Runs recorded afterwards car
 `frozen_by`; a run without it, or with another digest, or started before the freeze, is evidence only.
 A freeze is never rewritten: freezing the same protocol again returns the one on disk, and a different
 protocol is an amendment, which belongs in a new results directory.
+
+freeze.json lives in the directory it binds, so whoever can write the directory can re-make it. Freezing
+therefore also anchors the freeze outside the directory: a signed `freeze` entry in the registry (the
+freeze digest, protocol and matrix hashes, how many runs the directory already held, the registry's own
+time). `publish` requires that entry, that the directory held no run when it was made, and that no run
+started before it (anchor.py).
 """
 
 from __future__ import annotations
@@ -22,11 +28,14 @@ from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError,
 from agentrel.harness.publication.canonical import canonical_bytes, canonical_hash
 from agentrel.harness.publication.identity import ProtocolIdentity, identity_of
 from agentrel.harness.publication.policy import Policy
+from agentrel.harness.publication.registry import RegistryEntry, anchor_freeze, default_registry_path
+from agentrel.harness.publication.signing import Signer
 from agentrel.harness.results.record import STAMP
 
 __all__ = [
     "FREEZE_FILE",
     "Freeze",
+    "anchor",
     "freeze_digest",
     "frozen_refusal",
     "load_freeze",
@@ -94,10 +103,44 @@ def load_freeze(results: Path) -> Freeze | None:
     return read_model(path, Freeze, "freeze record") if path.exists() else None
 
 
+def runs_recorded(results: Path) -> int:
+    """How many records runs.jsonl holds (a torn last line counts: it was a run)."""
+    try:
+        data = (results / "runs.jsonl").read_bytes()
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise EnvironmentFailure(f"{results / 'runs.jsonl'}: cannot read ({exc.strerror})") from None
+    return sum(1 for line in data.split(b"\n") if line.strip())
+
+
+def anchor(
+    results: Path, freeze: Freeze, *, registry: Path | None = None, signer: Signer | None = None
+) -> RegistryEntry:
+    """The freeze's signed entry in the registry, appended now unless it is there already."""
+    return anchor_freeze(
+        registry or default_registry_path(),
+        freeze_digest(freeze),
+        freeze.protocol_hash,
+        freeze.matrix_hash,
+        runs_recorded(results),
+        freeze.by,
+        signer=signer,
+    )
+
+
 def write_freeze(
-    results: Path, by: str, *, policy: Policy | None = None, now: datetime | None = None
+    results: Path,
+    by: str,
+    *,
+    policy: Policy | None = None,
+    now: datetime | None = None,
+    registry: Path | None = None,
+    signer: Signer | None = None,
 ) -> tuple[Freeze, bool]:
-    """Freeze the directory's protocol: (the freeze, whether this call wrote it)."""
+    """Freeze the directory's protocol and anchor it in the registry: (the freeze, whether this call
+    wrote freeze.json). An existing freeze of this protocol that the registry lacks is anchored now (with
+    the runs the directory holds by then, which `publish` refuses)."""
     if not by.strip():
         raise UsageError("--by must name who freezes the protocol")
     manifest = read_manifest(results)
@@ -106,6 +149,7 @@ def write_freeze(
     if old is not None:
         why = _refusal(old, identity)
         if why is None:
+            anchor(results, old, registry=registry, signer=signer)
             return old, False
         raise CheckFailed(
             f"{results / FREEZE_FILE}: {why}. A changed protocol is an amendment: freeze it in a new "
@@ -115,9 +159,11 @@ def write_freeze(
     path = results / FREEZE_FILE
     try:
         if not write_durably(path, canonical_bytes(freeze.model_dump(mode="json")), replace=False):
-            return write_freeze(results, by, policy=policy, now=now)  # another process froze meanwhile
+            # another process froze meanwhile
+            return write_freeze(results, by, policy=policy, now=now, registry=registry, signer=signer)
     except OSError as exc:
         raise EnvironmentFailure(f"{path}: cannot write the freeze ({exc.strerror})") from None
+    anchor(results, freeze, registry=registry, signer=signer)
     return freeze, True
 
 

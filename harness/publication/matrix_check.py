@@ -271,6 +271,8 @@ def _check_cells(out: MatrixCheck, policy: Policy) -> None:
         if info.fault_kind == NO_FAULT:
             continue
         why = rec.witness_problem if rec.status in witnessing else f"status {rec.status}"
+        if why is None and rec.receipt_kind != info.fault_kind:
+            why = f"its receipts are of a {rec.receipt_kind} fault; the cell is scheduled a {info.fault_kind}"
         if why is None:
             witnessed[info.stratum] += 1
         else:

@@ -4,6 +4,10 @@ The only I/O around the pure validator: read the manifest, freeze, policy, recor
 shared lock on the results directory (an audit writing them holds it exclusively, so what is validated
 is what is scored), write the files atomically, and register a scorecard in the registry. Files of an
 earlier publication of other evidence are moved to `previous/<evidence root>/`, never overwritten.
+
+The registry is verified first (chain, signatures, head) under the publisher's key, and must hold the
+signed entry anchoring the directory's freeze before its runs (anchor.py); the scorecard is signed with
+that key, which it names, before it is written.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 from agentrel.analysis.faults import FaultReport
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UserError
+from agentrel.harness.publication.anchor import anchor_reasons
 from agentrel.harness.publication.artifacts import artifact_problems
 from agentrel.harness.publication.canonical import model_bytes
 from agentrel.harness.publication.conformance import ENVIRONMENT_FILE, read_execution_environment
@@ -34,9 +39,10 @@ from agentrel.harness.publication.freeze import load_freeze, read_manifest
 from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
 from agentrel.harness.publication.policy import Policy, load_policy
-from agentrel.harness.publication.registry import default_registry_path, register
+from agentrel.harness.publication.registry import default_registry_path, register, verify
 from agentrel.harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
 from agentrel.harness.publication.scorecard import AxisValue, PublishableScorecard
+from agentrel.harness.publication.signing import Signer, load_signer, trusted_key
 
 __all__ = [
     "PublishOutcome",
@@ -59,6 +65,7 @@ class PublishOutcome:
     report: IncompleteEvidenceReport | None = None
     registered: bool = False
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    signer: Signer | None = None
 
 
 def execution_environment(results: Path) -> ExecutionEnvironment | None:
@@ -111,10 +118,18 @@ class _Read:
     proof: EligibilityProof
 
 
-def _validate(results: Path, policy: Policy, workers: int | None, clock: dict[str, float]) -> _Read:
+def _validate(
+    results: Path,
+    policy: Policy,
+    workers: int | None,
+    clock: dict[str, float],
+    registry: Path,
+    trusted: str | None,
+) -> _Read:
     """Read and validate (the caller holds the lock and keeps the evidence held)."""
     manifest = read_manifest(results)
     freeze = load_freeze(results)
+    anchors = verify(registry, trusted).freezes  # a registry that does not verify is refused here
     t0 = time.perf_counter()
     evidence = read_evidence(results / "runs.jsonl", workers)
     clock["evidence_root"] = time.perf_counter() - t0
@@ -122,6 +137,7 @@ def _validate(results: Path, policy: Policy, workers: int | None, clock: dict[st
     t0 = time.perf_counter()
     identity = identity_of(manifest, policy=policy)
     check = check_matrix(manifest, freeze, evidence, policy, identity, problems)
+    check.reasons.update(anchor_reasons(freeze, anchors, evidence.records))
     proof = proof_of(check, evidence)
     clock["validate"] = time.perf_counter() - t0
     return _Read(manifest, evidence, check, proof)
@@ -135,26 +151,35 @@ def publish(
     registry: Path | None = None,
     derived_from: str | None = None,
     workers: int | None = None,
+    signer: Signer | None = None,
 ) -> PublishOutcome:
-    """Validate `results`; write its scorecard (and register it) or its evidence report into `out`."""
+    """Validate `results`; write its signed scorecard (and register it) or its evidence report into `out`.
+    `signer`: the publisher's key (default: the user's, made on first use)."""
     out = out or results
     policy = policy or load_policy()
+    signer = signer or load_signer()
+    registry = registry or default_registry_path()
     clock: dict[str, float] = {}
     with _shared_lock(results), evidence_held():
-        read = _validate(results, policy, workers, clock)
+        read = _validate(results, policy, workers, clock, registry, signer.public)
         t0 = time.perf_counter()
-        outcome = _publish_files(results, out, read, policy)
+        outcome = _publish_files(results, out, read, policy, signer)
         clock["analysis_and_write"] = time.perf_counter() - t0
     if outcome.scorecard is not None and policy.publication.register_in_registry:
-        outcome.registered = _register(outcome.scorecard, registry, derived_from)
+        outcome.registered = _register(outcome.scorecard, registry, derived_from, signer)
     outcome.timings = clock
+    outcome.signer = signer
     return outcome
 
 
-def eligibility_of(results: Path, *, policy: Policy | None = None) -> EligibilityProof:
-    """The proof `publish` would act on, without writing anything (for `analyze`'s first line)."""
+def eligibility_of(
+    results: Path, *, policy: Policy | None = None, registry: Path | None = None
+) -> EligibilityProof:
+    """The proof `publish` would act on, without writing anything (for `analyze`'s first line); the
+    registry is verified under the user's key, and no key is made."""
     with _shared_lock(results), evidence_held():
-        return _validate(results, policy or load_policy(), None, {}).proof
+        registry = registry or default_registry_path()
+        return _validate(results, policy or load_policy(), None, {}, registry, trusted_key()).proof
 
 
 def status_line(proof: EligibilityProof) -> str:
@@ -164,7 +189,7 @@ def status_line(proof: EligibilityProof) -> str:
     return f"evidence only, not publishable ({', '.join(proof.reasons)})"
 
 
-def _publish_files(results: Path, out: Path, read: _Read, policy: Policy) -> PublishOutcome:
+def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer: Signer) -> PublishOutcome:
     """The scorecard of an eligible proof, else the evidence report."""
     env = execution_environment(results)
     proof = read.proof
@@ -179,7 +204,7 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy) -> Pub
             axes=axes,
             axes_note=note,
             faults=faults,
-        )
+        ).signed(signer)
         return PublishOutcome(proof, _write_scorecard(out, card), scorecard=card)
     report = IncompleteEvidenceReport.from_check(
         proof, read.check, artifact_refs(results, out), environment_hash(env) if env else None
@@ -286,12 +311,13 @@ def _write_report(out: Path, report: IncompleteEvidenceReport) -> list[Path]:
     ]
 
 
-def _register(card: PublishableScorecard, registry: Path | None, derived_from: str | None) -> bool:
+def _register(card: PublishableScorecard, registry: Path, derived_from: str | None, signer: Signer) -> bool:
     register(
-        registry or default_registry_path(),
+        registry,
         card.digest,
         card.protocol_hash,
         card.subject_config_hash,
         derived_from=derived_from,
+        signer=signer,
     )
     return True

@@ -19,6 +19,12 @@ REASONS: dict[str, str] = {
     "freeze_witness_contracts_mismatch": "the witness receipt contracts changed after the freeze",
     "freeze_subject_mismatch": "the agents' configs changed after the freeze",
     "freeze_manifest_mismatch": "manifest.json changed after the freeze",
+    "freeze_unanchored": "no signed freeze entry in the registry anchors freeze.json (frozen without the "
+    "registry, or freeze.json re-made): `agentrel protocol freeze` anchors it",
+    "freeze_anchor_mismatch": "the registry's freeze entry names other protocol or matrix hashes than "
+    "freeze.json",
+    "freeze_after_runs": "the freeze was anchored after runs were recorded or had started: a freeze after "
+    "the fact",
     "matrix_unreadable": "the manifest's cell set (agents, tasks, conditions, k, faults, exclusions) "
     "cannot be expanded",
     "matrix_empty": "the manifest registers no cell",

@@ -20,6 +20,8 @@ SHOWN = 50  # entries of one list an evidence report's Markdown shows
 
 def _identity(obj: PublishableScorecard | IncompleteEvidenceReport) -> Table:
     names = (*ProtocolParts.model_fields, "execution_environment_hash", "evidence_root_hash", "proof_hash")
+    if isinstance(obj, PublishableScorecard):
+        names = (*names, "signed_by")  # the publisher's Ed25519 public key
     return Table(["identity", "hash"], [[n, f"`{getattr(obj, n) or '–'}`"] for n in names])
 
 

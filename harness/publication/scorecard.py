@@ -12,6 +12,10 @@ interval, per (model, condition) and per cell; fault scores and the six operatio
 own, computed over the same runs. `runs` lists every run's outcome
 by (task, condition, fault, run index) and seed, the same for every subject of the protocol, so two
 scorecards pair run by run.
+
+`publish` signs it (`signed`): `signed_by` names the publisher's Ed25519 public key and `signature` is
+that key's signature over the scorecard's RFC 8785 form with `signature` null, so the digest the registry
+records covers the signature too. `signature_problem` is what a reader checks.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentrel.analysis.faults import FaultReport
 from agentrel.analysis.intervals import clopper_pearson
@@ -34,6 +38,7 @@ from agentrel.harness.publication.evidence import Evidence, RecordFacts
 from agentrel.harness.publication.identity import IDENTITY, ProtocolParts, identity_of
 from agentrel.harness.publication.matrix_check import decide
 from agentrel.harness.publication.policy import Policy
+from agentrel.harness.publication.signing import PUBLIC_PATTERN, SIG_PATTERN, Signer, signature_valid
 
 __all__ = ["AxisValue", "PairedOutcome", "Proportion", "PublishableScorecard", "RunKey", "Subject"]
 
@@ -123,6 +128,8 @@ class PublishableScorecard(ProtocolParts):
     axes: tuple[AxisValue, ...] | None
     axes_note: str | None
     runs: tuple[PairedOutcome, ...]
+    signed_by: str | None = Field(default=None, pattern=PUBLIC_PATTERN)  # the publisher's public key
+    signature: str | None = Field(default=None, pattern=SIG_PATTERN)
 
     @model_validator(mode="after")
     def _only_on_an_eligible_proof(self) -> PublishableScorecard:
@@ -143,6 +150,29 @@ class PublishableScorecard(ProtocolParts):
         ) != len(self.runs):
             raise ValueError("a scorecard lists every registered cell's run exactly once")
         return self
+
+    def _with(self, **update: Any) -> PublishableScorecard:
+        """A copy with `update`, without this one's cached bytes and digest (model_copy keeps them)."""
+        copy = self.model_copy(update=update)
+        for name in ("canonical", "digest"):
+            copy.__dict__.pop(name, None)
+        return copy
+
+    def signed(self, signer: Signer) -> PublishableScorecard:
+        """This scorecard, naming `signer`'s public key and signed by it (see the module docstring)."""
+        body = self._with(signed_by=signer.public, signature=None)
+        return body._with(signature=signer.sign("scorecard", model_bytes(body)))
+
+    def signature_problem(self) -> str | None:
+        """Why the signature does not vouch for this scorecard, or None."""
+        if self.signed_by is None or self.signature is None:
+            return "it is not signed (a scorecard `publish` writes is)"
+        body = model_bytes(self._with(signature=None))
+        if not signature_valid(self.signed_by, "scorecard", body, self.signature):
+            return (
+                f"its signature does not verify under the key it names ({self.signed_by[:16]}): it was edited"
+            )
+        return None
 
     @cached_property
     def canonical(self) -> bytes:

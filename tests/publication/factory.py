@@ -1,7 +1,9 @@
 """Synthetic results for the publication tests: a manifest, its freeze, and one record per cell.
 
 Records are built as the runner writes them (plus the fault, frozen_by and receipts fields the runner is
-growing), so the validator meets the real shapes without a sandbox."""
+growing), so the validator meets the real shapes without a sandbox. Freezing anchors the freeze in the
+registry (the test's own, tests/publication/conftest.py) at the real time, so the runs of a frozen
+directory start after it (`after_freeze`)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from agentrel.harness.matrix import run_seed
 from agentrel.harness.publication.cells import Cell, cell_id, registered_cells
 from agentrel.harness.publication.freeze import Freeze, freeze_digest, write_freeze
 from agentrel.harness.publication.identity import identity_of
+from agentrel.harness.results.record import STAMP
 
 FROZEN_AT = datetime(2026, 1, 2, 9, 0, 0, tzinfo=UTC)
 STARTED = "2026-01-02T09:30:00Z"
@@ -167,9 +170,16 @@ def outcome_of(cell: Cell) -> str:
     return "PASS" if cell.run_index != 2 else "FAIL_SAFE"
 
 
-def complete_records(m: dict[str, Any], protocol_hash: str, frozen_by: str | None) -> list[dict[str, Any]]:
+def after_freeze() -> str:
+    """A run start after a freeze just anchored: the registry's clock, now (records are to the second)."""
+    return datetime.now(UTC).strftime(STAMP)
+
+
+def complete_records(
+    m: dict[str, Any], protocol_hash: str, frozen_by: str | None, started_at: str = STARTED
+) -> list[dict[str, Any]]:
     cells = registered_cells(m).cells
-    return [record(c, protocol_hash, frozen_by, outcome=outcome_of(c)) for c in cells]
+    return [record(c, protocol_hash, frozen_by, outcome=outcome_of(c), started_at=started_at) for c in cells]
 
 
 def results_dir(path: Path, m: dict[str, Any], records: list[dict[str, Any]] | None = None) -> Path:
@@ -187,13 +197,22 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> None:
             receipt_log(path, r)
 
 
-def frozen_results(path: Path, m: dict[str, Any]) -> tuple[Path, Freeze, str]:
-    """A results directory with its manifest frozen and every cell run under the freeze: eligible."""
+def frozen_results(path: Path, m: dict[str, Any], registry: Path | None = None) -> tuple[Path, Freeze, str]:
+    """A results directory with its manifest frozen (and anchored in `registry`, default: the test's) and
+    every cell run under the freeze: eligible."""
     results_dir(path, m)
-    freeze, _ = write_freeze(path, "tester", now=FROZEN_AT)
-    write_records(path, complete_records(m, identity_of(m).protocol_hash, freeze_digest(freeze)))
+    freeze, _ = write_freeze(path, "tester", now=FROZEN_AT, registry=registry)
+    records = complete_records(m, identity_of(m).protocol_hash, freeze_digest(freeze), after_freeze())
+    write_records(path, records)
     store_dump(path)
     return path, freeze, freeze_digest(freeze)
+
+
+def registered(registry: Path) -> dict[str, Any]:
+    """The scorecards a registry registers (a registry may also hold freeze anchors, or not exist)."""
+    from agentrel.harness.publication.registry import read_registry
+
+    return dict(read_registry(registry).records)
 
 
 def store_dump(path: Path, digest: str = DIGEST) -> None:

@@ -24,6 +24,7 @@ from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.policy import load_policy
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.publication.registry import read_registry, supersede, withdraw
+from agentrel.harness.publication.registry_head import head_path
 from tests.publication import factory
 from tests.publication.test_environment import _env
 
@@ -44,21 +45,29 @@ def outcome_b(cell: Cell) -> str:
     return "PASS" if cell.run_index != 4 else "FAIL_SAFE"
 
 
-def published(root: Path, name: str, model: str, outcome, registry: Path, env=None, **manifest) -> Path:
-    """A results directory run to completion under a freeze, then `publish`ed (which registers it)."""
+def published(
+    root: Path, name: str, model: str, outcome, registry: Path, env=None, signer=None, **manifest
+) -> Path:
+    """A results directory run to completion under a freeze, then `publish`ed (which registers it);
+    `signer`: another key than the test session's."""
     m = factory.manifest(models=(model,), tasks=TASKS, k=K, **manifest)
     results = factory.results_dir(root / name, m)
-    freeze, _ = write_freeze(results, "tester", now=factory.FROZEN_AT)
+    freeze, _ = write_freeze(results, "tester", now=factory.FROZEN_AT, registry=registry, signer=signer)
     protocol = identity_of(m).protocol_hash
     cells = registered_cells(m).cells
+    at = factory.after_freeze()
     factory.write_records(
-        results, [factory.record(c, protocol, freeze_digest(freeze), outcome=outcome(c)) for c in cells]
+        results,
+        [
+            factory.record(c, protocol, freeze_digest(freeze), outcome=outcome(c), started_at=at)
+            for c in cells
+        ],
     )
     (results / "dumps").mkdir()
     (results / "dumps" / f"{factory.DIGEST}.jsonl.gz").write_bytes(b"")
     write_execution_environment(results, env or _env())
     out = root / f"pub-{name}"
-    publish(results, out, registry=registry)
+    publish(results, out, registry=registry, signer=signer)
     return out
 
 
@@ -73,9 +82,10 @@ def base(tmp_path_factory) -> tuple[Path, Path, Path]:
 
 @pytest.fixture
 def reg(base, tmp_path) -> Path:
-    """A private copy of the registry, so a test's supersession stays its own."""
+    """A private copy of the registry and its signed head, so a test's supersession stays its own."""
     copy = tmp_path / "registry.jsonl"
     shutil.copy(base[2], copy)
+    shutil.copy(head_path(base[2]), head_path(copy))
     return copy
 
 
@@ -290,7 +300,7 @@ def test_unregistered_inputs_and_a_torn_registry_are_refused(base, reg, tmp_path
 
 def test_an_incomplete_evidence_report_is_refused(base, reg, tmp_path, monkeypatch, capsys):
     m = factory.manifest(models=("scripted/other",), tasks=TASKS, k=K)
-    results, _, _ = factory.frozen_results(tmp_path / "c", m)
+    results, _, _ = factory.frozen_results(tmp_path / "c", m, registry=reg)
     records = [json.loads(line) for line in (results / "runs.jsonl").read_text().splitlines()]
     factory.write_records(results, records[:-3])  # three cells never ran
     publish(results, tmp_path / "pub-c", registry=reg)
@@ -305,11 +315,26 @@ def test_an_incomplete_evidence_report_is_refused(base, reg, tmp_path, monkeypat
     )
 
 
+def _resign(card: dict) -> None:
+    """The key holder's own edit: the tampered scorecard signed again with the publisher's key."""
+    from agentrel.harness.publication.canonical import canonical_bytes
+    from agentrel.harness.publication.signing import load_signer
+
+    card["signature"] = None
+    card["signature"] = load_signer().sign("scorecard", canonical_bytes(card))
+
+
 def _tamper_proof(card: dict) -> None:
     card["proof"]["attempts"] += 1
 
 
 def _tamper_run(card: dict) -> None:
+    run = next(r for r in card["runs"] if r["outcome"] == "PASS")
+    run.update(outcome="FAIL_DAMAGE", damaged=True, passed=False)
+    _resign(card)
+
+
+def _tamper_unsigned(card: dict) -> None:
     run = next(r for r in card["runs"] if r["outcome"] == "PASS")
     run.update(outcome="FAIL_DAMAGE", damaged=True, passed=False)
 
@@ -324,6 +349,7 @@ def _tamper_consistently(card: dict) -> None:
         if (c["task"], c["condition"], c["fault"]) == (key["task"], key["condition"], key["fault"])
     )
     cell["completion"]["x"] -= 1
+    _resign(card)
 
 
 @pytest.mark.parametrize(
@@ -331,6 +357,7 @@ def _tamper_consistently(card: dict) -> None:
     [
         (_tamper_proof, "proof_hash is not the hash of the embedded proof"),
         (_tamper_run, "disagree with its runs"),
+        (_tamper_unsigned, "its signature does not verify under the key it names"),
         (_tamper_consistently, "is not in the registry"),
     ],
 )
@@ -345,6 +372,7 @@ def test_a_tampered_scorecard_is_refused(base, reg, tmp_path, monkeypatch, capsy
 
 def test_compare_scorecards_writes_nothing_itself(base, reg, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.iterdir())
     comparison = compare_scorecards([base[0], base[1]], reg)
     assert comparison.protocol_hash == load_scorecard(base[0]).protocol_hash
-    assert list(tmp_path.iterdir()) == [reg]
+    assert sorted(tmp_path.iterdir()) == before == sorted([reg, head_path(reg)])

@@ -34,7 +34,7 @@ def test_a_real_audit_planned_frozen_run_and_published(sandbox, tmp_path):
     )
     audit(**kw, plan_only=True)  # the manifest, nothing run
     assert not (results / "runs.jsonl").exists()
-    freeze, wrote = write_freeze(results, "tester")
+    freeze, wrote = write_freeze(results, "tester", registry=registry)
     assert wrote
     audit(**kw)
     runs = results / "runs.jsonl"

@@ -177,12 +177,36 @@ def test_the_cli_appends_lists_and_refuses_in_one_line(reg, monkeypatch, capsys)
     assert code == 0 and "torn line moved" in out
 
 
-def test_a_rewritten_last_line_is_caught_unless_canonical_then_the_head_hash_tells(reg):
-    head = read_registry(reg).head
+def test_a_rewritten_last_line_is_caught_even_when_canonical_by_its_signature(reg):
     lines = _lines(reg)
     reg.write_bytes(reg.read_bytes().rsplit(b"\n", 2)[0] + b"\n" + json.dumps(lines[-1]).encode() + b"\n")
     with pytest.raises(IntegrityFailure, match=":2: not the canonical form"):
         read_registry(reg)
     lines[-1]["by"] = "someone else"
     _rewrite(reg, lines)
-    assert read_registry(reg).head != head  # nothing after it vouches for it: the head kept elsewhere does
+    # Nothing after it vouches for it; before signatures the chain read it as valid (only a head kept
+    # elsewhere told). Now its own signature does.
+    with pytest.raises(IntegrityFailure, match=":2: its signature does not verify"):
+        read_registry(reg)
+
+
+def test_an_append_interrupted_before_its_head_is_refused_until_repair_re_signs_it(reg, monkeypatch, capsys):
+    from agentrel.harness.publication.registry_head import head_path
+
+    old_head = head_path(reg).read_bytes()
+    supersede(reg, A, "amended")
+    head_path(reg).write_bytes(old_head)  # the line landed, its head did not
+    with pytest.raises(IntegrityFailure, match=r"registry.jsonl:3: not covered by the signed head"):
+        read_registry(reg)
+    code, out, _ = run_cli(["registry", "repair", "--registry", str(reg)], monkeypatch, capsys)
+    assert code == 0 and "re-signed" in out
+    assert [e.action for e in read_registry(reg).entries] == ["register", "register", "supersede"]
+
+
+def test_a_cut_registry_is_never_re_signed_by_repair(reg, monkeypatch, capsys):
+    withdraw(reg, B, "bad run")
+    reg.write_bytes(reg.read_bytes().rsplit(b"\n", 2)[0] + b"\n")  # the withdrawal deleted
+    code, _, err = run_cli(["registry", "repair", "--registry", str(reg)], monkeypatch, capsys)
+    assert code == 3 and "registry.jsonl:3: missing" in err and "was cut" in err
+    with pytest.raises(IntegrityFailure, match="was cut"):
+        status_of(reg, B)

@@ -128,20 +128,27 @@ def test_twelve_of_twenty_witnessed_is_an_evidence_report_with_no_number_in_it(t
     m = factory.manifest(
         models=("scripted/oracle",), tasks=("itsm-hard",), conditions=("clean",), k=20, faults=faults
     )
-    results, _, frozen = factory.frozen_results(tmp_path / "r", m)
+    results, _, frozen = factory.frozen_results(tmp_path / "r", m, registry=tmp_path / "registry.jsonl")
     protocol = identity_of(m).protocol_hash
     records = [json.loads(line) for line in (results / "runs.jsonl").read_text().splitlines()]
     noop = 0
     for i, r in enumerate(records):
         if r["fault"] and r["run_index"] > 12:
             cell = factory.Cell(r["model"], r["task"], r["condition"], r["fault"]["fault_id"], r["run_index"])
-            records[i] = factory.record(cell, protocol, frozen, status="invalid_injection", landed=False)
+            records[i] = factory.record(
+                cell,
+                protocol,
+                frozen,
+                status="invalid_injection",
+                landed=False,
+                started_at=factory.after_freeze(),
+            )
             noop += 1
     assert noop == 8
     factory.write_records(results, records)
     outcome = publish(results, registry=tmp_path / "registry.jsonl")
     assert outcome.scorecard is None and not list(results.glob("scorecard.*"))
-    assert not (tmp_path / "registry.jsonl").exists()
+    assert not factory.registered(tmp_path / "registry.jsonl")
     doc = json.loads((results / "evidence_report.json").read_bytes())
     fault = next(s for s in doc["coverage"] if s["fault_kind"] == "lost_response")
     assert (fault["registered"], fault["witnessed"], fault["invalid"]) == (20, 12, 8)

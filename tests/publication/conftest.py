@@ -1,0 +1,31 @@
+"""Every publication test signs with a key of its own session, never the user's: the key is made on first
+use in a temporary AGENTREL_SIGNING_KEY; a test without a registry of its own gets a fresh one."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentrel.harness.publication.signing import KEY_ENV, PUBLIC_KEY_ENV
+
+
+@pytest.fixture(scope="session", autouse=True)
+def signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("keys") / "signing.key"
+    old = {name: os.environ.pop(name, None) for name in (KEY_ENV, PUBLIC_KEY_ENV)}
+    os.environ[KEY_ENV] = str(path)
+    yield path
+    for name, value in old.items():
+        os.environ.pop(name, None)
+        if value is not None:
+            os.environ[name] = value
+
+
+@pytest.fixture(autouse=True)
+def default_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "default-registry" / "registry.jsonl"
+    monkeypatch.setenv("AGENTREL_REGISTRY", str(path))
+    return path
