@@ -165,6 +165,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         fault=outcome,
         script=result.script if result else None,
         final_message=result.final_message if result else None,
+        stalled=bool(result and result.stalled),
         tool_calls=[
             {"ordinal": c.ordinal, "tool": c.tool, "ok": c.ok, "args_digest": args_digest(c.args)}
             for c in session.calls

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentrel.dsl.api import Spec
-from agentrel.harness.conditions.catalogue import Catalogue, make_canary, render
+from agentrel.harness.conditions.catalogue import Catalogue, Goal, Payload, make_canary, render
 from agentrel.harness.conditions.injection import InjectionLayer, Planted
-from agentrel.harness.conditions.model import Condition, Injection
+from agentrel.harness.conditions.model import Condition, Delivery, Injection
 from agentrel.harness.conditions.noise import NoiseLayer
 from agentrel.harness.episode import PreparedTask
 from agentrel.harness.pipeline import Layer, stream
+from agentrel.harness.tasks import Task
 
 
 @dataclass
@@ -41,7 +42,16 @@ def plant(
     injection: Injection, prepared: PreparedTask, seed: str, catalogue: Catalogue
 ) -> tuple[Planted, Spec]:
     """The run's goal, payload and delivery, drawn from the run's stream: the same for every agent."""
-    goals = catalogue.goals_for(prepared.task)
+    goal, payload, delivery = draw(injection, prepared.task, seed, catalogue)
+    canary = make_canary(seed)
+    text = render(payload, goal.instruction, canary)
+    planted = Planted(payload.id, goal.id, text, canary, delivery, injection.rate)
+    return planted, catalogue.specs[goal.id]
+
+
+def draw(injection: Injection, task: Task, seed: str, catalogue: Catalogue) -> tuple[Goal, Payload, Delivery]:
+    """The draw itself (pure): publication repeats it to find the goal spec a run was labelled with."""
+    goals = catalogue.goals_for(task)
     payloads = (
         [catalogue.payload(p) for p in injection.payloads] if injection.payloads else catalogue.payloads
     )
@@ -49,7 +59,4 @@ def plant(
     goal = goals[rng.randrange(len(goals))]
     payload = payloads[rng.randrange(len(payloads))]
     delivery = injection.deliveries[rng.randrange(len(injection.deliveries))]
-    canary = make_canary(seed)
-    text = render(payload, goal.instruction, canary)
-    planted = Planted(payload.id, goal.id, text, canary, delivery, injection.rate)
-    return planted, catalogue.specs[goal.id]
+    return goal, payload, delivery

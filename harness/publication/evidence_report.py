@@ -105,6 +105,7 @@ class IncompleteEvidenceReport(ProtocolParts):
     duplicate_runs: tuple[str, ...]
     over_cap_runs: tuple[str, ...]
     rerolled_runs: tuple[str, ...]  # an attempt recorded after the run's terminal one
+    verdict_mismatches: tuple[str, ...]  # runs whose dumps and receipts do not give back their record
     attempt_gaps: tuple[str, ...]
     attempt_history: tuple[AttemptHistory, ...]
     matrix_problems: tuple[str, ...]
@@ -164,6 +165,7 @@ class IncompleteEvidenceReport(ProtocolParts):
             duplicate_runs=tuple(check.duplicates),
             over_cap_runs=tuple(check.over_cap),
             rerolled_runs=tuple(check.rerolled),
+            verdict_mismatches=check.verdict_mismatches,
             attempt_gaps=tuple(check.gaps),
             attempt_history=tuple(
                 AttemptHistory(

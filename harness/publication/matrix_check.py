@@ -60,6 +60,7 @@ class MatrixCheck:
     duplicates: list[str] = field(default_factory=list)  # run ids
     over_cap: list[str] = field(default_factory=list)
     rerolled: list[str] = field(default_factory=list)  # run ids with an attempt after a terminal one
+    verdict_mismatches: tuple[str, ...] = ()  # runs whose evidence does not give back their record
     gaps: list[str] = field(default_factory=list)
     invalid: list[RecordFacts] = field(default_factory=list)  # decisive attempts not measured
     unwitnessed: list[tuple[Cell, str]] = field(default_factory=list)
@@ -82,6 +83,7 @@ def check_matrix(
     policy: Policy,
     identity: ProtocolIdentity,
     artifact_problems: Sequence[str] = (),
+    verdict_mismatches: Sequence[str] = (),
 ) -> MatrixCheck:
     out = MatrixCheck(identity, freeze_digest(freeze) if freeze else None)
     _check_freeze(out, freeze)
@@ -101,6 +103,9 @@ def check_matrix(
     out.artifact_problems = tuple(sorted(artifact_problems))
     if artifact_problems:
         out.reasons["evidence_lost"] += len(artifact_problems)
+    out.verdict_mismatches = tuple(sorted(verdict_mismatches))
+    if verdict_mismatches:
+        out.reasons["verdict_mismatch"] += len(verdict_mismatches)
     _sort(out)
     return out
 

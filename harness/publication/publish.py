@@ -39,6 +39,7 @@ from agentrel.harness.publication.freeze import load_freeze, read_manifest
 from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
 from agentrel.harness.publication.policy import Policy, load_policy
+from agentrel.harness.publication.rederive import rederive
 from agentrel.harness.publication.registry import default_registry_path, register, verify
 from agentrel.harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
 from agentrel.harness.publication.scorecard import AxisValue, PublishableScorecard
@@ -135,8 +136,11 @@ def _validate(
     clock["evidence_root"] = time.perf_counter() - t0
     problems = artifact_problems(results, evidence)
     t0 = time.perf_counter()
+    mismatches = rederive(results, manifest, workers)
+    clock["relabel"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     identity = identity_of(manifest, policy=policy)
-    check = check_matrix(manifest, freeze, evidence, policy, identity, problems)
+    check = check_matrix(manifest, freeze, evidence, policy, identity, problems, mismatches)
     check.reasons.update(anchor_reasons(freeze, anchors, evidence.records))
     proof = proof_of(check, evidence)
     clock["validate"] = time.perf_counter() - t0

@@ -41,6 +41,8 @@ REASONS: dict[str, str] = {
     "cell_duplicate": "a cell was run twice (two run ids for one cell, or one attempt number twice)",
     "attempt_gap": "a run's attempt numbers are not 1..n: an attempt is missing",
     "attempt_cap_exceeded": "a run has more attempts than the cap allows",
+    "verdict_mismatch": "a run's verdict or status is not what its stored dumps and receipts give when "
+    "labelled again with the frozen spec",
     "attempt_after_valid": "a run has an attempt recorded after its first valid one: a re-roll (the first "
     "valid attempt is final)",
     "run_invalid": "a run ended invalid (its decisive attempt's status)",

@@ -57,7 +57,6 @@ STAMP = "%Y-%m-%dT%H:%M:%SZ"  # started_at, in UTC; a freeze's `at` too, so the 
 class RunRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    version: int = RECORD_VERSION
     run_id: str
     model: str
     agent_kind: Literal["model", "reference", "scripted"]
@@ -77,6 +76,9 @@ class RunRecord(BaseModel):
     frozen_by: str | None = None  # the digest of the protocol freeze this run was recorded under
     script: str | None = Field(default=None, description="the script a scripted or reference agent followed")
     final_message: str | None = None
+    # The labeller's inputs beside the dumps (dsl RunFacts): the final message above, `errored` (the record
+    # has an error), and whether the agent ran out of steps or time. Publication labels again from them.
+    stalled: bool = False
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost_usd: float | None = None
@@ -85,6 +87,8 @@ class RunRecord(BaseModel):
     after_digest: str | None = None
     transcript_digest: str | None = None
     started_at: str
+    # Last, so a line still starts with its run id (the view's fast path reads the writer's field order).
+    version: int = RECORD_VERSION
 
     @model_validator(mode="before")
     @classmethod

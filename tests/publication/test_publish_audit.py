@@ -10,6 +10,8 @@ from agentrel.harness.publication.freeze import freeze_digest, load_freeze, writ
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.publication.registry import read_registry
 
+pytestmark = pytest.mark.real_evidence
+
 TASK = "csm-double-charge"
 SCHEDULE = """\
 name: lost-only

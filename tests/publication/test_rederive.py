@@ -1,0 +1,103 @@
+"""Publication labels every decisive run again from its stored dumps with the frozen spec, and derives
+its status again from its error and receipts: a record edited by hand is refused (`verdict_mismatch`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentrel.harness.audit import audit
+from agentrel.harness.publication.freeze import write_freeze
+from agentrel.harness.publication.publish import publish
+from agentrel.harness.publication.rederive import rederive
+from agentrel.harness.publication.registry import read_registry
+
+pytestmark = pytest.mark.real_evidence
+
+TASK = "itsm-cab-window"
+
+
+@pytest.fixture
+def frozen_audit(sandbox: object, tmp_path: Path) -> tuple[Path, Path]:
+    """A real, frozen, complete audit: one agent that passes, one that damages, K=2."""
+    results, registry = tmp_path / "r", tmp_path / "registry.jsonl"
+    kw = dict(
+        models=["scripted/oracle", "scripted/overreach"],
+        k=2,
+        task_patterns=[TASK],
+        concurrency=2,
+        results=results,
+        sandbox=sandbox,
+        show_progress=False,
+    )
+    audit(**kw, plan_only=True)
+    write_freeze(results, "tester", registry=registry)
+    audit(**kw)
+    return results, registry
+
+
+def edit(results: Path, change: object) -> str:
+    lines = [json.loads(line) for line in (results / "runs.jsonl").read_text().splitlines()]
+    victim = next(r for r in lines if r["verdict"]["outcome"] == "FAIL_DAMAGE")
+    change(victim)  # type: ignore[operator]
+    (results / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return str(victim["run_id"])
+
+
+def test_an_honest_audit_re_derives_to_its_records(frozen_audit: tuple[Path, Path]) -> None:
+    results, registry = frozen_audit
+    manifest = json.loads((results / "manifest.json").read_bytes())
+    assert rederive(results, manifest) == []
+    outcome = publish(results, registry=registry)
+    assert outcome.scorecard is not None, outcome.proof.reasons
+
+
+def test_a_hand_edited_verdict_is_refused(frozen_audit: tuple[Path, Path]) -> None:
+    results, registry = frozen_audit
+
+    def passed(rec: dict) -> None:  # type: ignore[type-arg]
+        v = rec["verdict"]
+        v.update(outcome="PASS", events=[], dollars="0.00", max_severity=None, irreversibility=[])
+
+    victim = edit(results, passed)
+    outcome = publish(results, registry=registry)
+    assert outcome.scorecard is None and "verdict_mismatch" in outcome.proof.reasons
+    assert outcome.report is not None
+    [line] = outcome.report.verdict_mismatches
+    assert line.startswith(f"{victim}: its verdict is not what its dumps give (outcome")
+    assert not list(results.glob("scorecard.*"))
+    assert not read_registry(registry).records  # nothing registered (the freeze anchor stays)
+
+
+def test_a_hand_edited_status_is_refused(frozen_audit: tuple[Path, Path]) -> None:
+    results, _ = frozen_audit
+
+    def provider_failed(rec: dict) -> None:  # type: ignore[type-arg]
+        # A damaging run relabelled as the provider's failure would leave the rates (an invalid run is
+        # retried, never rated); its error says nobody failed, so the rule gives it back as valid.
+        rec["status"] = "provider_invalid"
+
+    victim = edit(results, provider_failed)
+    manifest = json.loads((results / "manifest.json").read_bytes())
+    [line] = rederive(results, manifest)
+    assert line == f"{victim}: status provider_invalid but its error and receipts give valid"
+
+
+def test_a_spec_changed_after_the_freeze_is_refused(
+    frozen_audit: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from agentrel.harness.suite_paths import ENV, suite_root
+
+    results, _ = frozen_audit
+    suite = tmp_path / "suite"
+    shutil.copytree(suite_root(), suite, symlinks=False)
+    spec = suite / "damage_specs" / f"{TASK}.dmg"
+    spec.write_text(spec.read_text() + "\n# a changed spec\n")
+    monkeypatch.setenv(ENV, str(suite))
+    manifest = json.loads((results / "manifest.json").read_bytes())
+    problems = rederive(results, manifest)
+    assert len(problems) == 4 and all(f"the spec of task {TASK} is not the frozen one" in p for p in problems)
