@@ -146,6 +146,7 @@ def test_the_allowed_comparison_matches_an_independent_computation(base, reg, tm
     )
     assert code == 0, err
     assert "damage" in stdout and (out / "comparison.md").exists()
+    assert "percentage points" in stdout and "%" not in stdout.split(": damage", 1)[1]  # a difference is pp
     got = json.loads((out / "comparison.json").read_bytes())
     (pair,) = got["pairs"]
     ra, rb = _runs(a), _runs(b)
@@ -187,6 +188,13 @@ def test_the_allowed_comparison_matches_an_independent_computation(base, reg, tm
     assert overall["difference"] == pytest.approx((total[0] - total[1]) / total[4])
     assert overall["rate_b"] == pytest.approx(total[1] / total[4]) and overall["tasks"] == len(tasks)
     assert overall["percentile"] == pytest.approx([lo, hi])
+    # The shown interval: the hull of that and the exact paired one (scipy's exact intervals at 97.5%).
+    a_only = sum(bool(ra[k][0] and not rb[k][0]) for k in ra)
+    b_only = sum(bool(rb[k][0] and not ra[k][0]) for k in ra)
+    e10 = binomtest(a_only, len(ra)).proportion_ci(0.975, method="exact")
+    e01 = binomtest(b_only, len(ra)).proportion_ci(0.975, method="exact")
+    assert overall["exact"] == pytest.approx([max(-1, e10.low - e01.high), min(1, e10.high - e01.low)])
+    assert overall["interval"] == pytest.approx([min(lo, overall["exact"][0]), max(hi, overall["exact"][1])])
     assert {d["stratum"] for d in pair["differences"]} == {"all", "clean", "noisy"}
     # Reproducible: the same inputs give the same bytes.
     before = (out / "comparison.json").read_bytes()
