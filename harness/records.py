@@ -30,6 +30,7 @@ from agentrel.dsl.api import Verdict
 from agentrel.dsl.state import State, load, load_delta
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
+from agentrel.harness.faults.effects import RepeatedEffect
 from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
 from agentrel.harness.pipeline import Event
 from agentrel.harness.yamlfile import field_problem
@@ -52,6 +53,9 @@ class FaultOutcome(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     actuator: ActuatorReceipt | None = None
     witness: WitnessReceipt | None = None
+    # Irreversible effects committed twice or more (harness/faults/effects.py), from the tool server's
+    # commit evidence; None where none could be read (no final state, or a record from before).
+    repeated_effects: list[RepeatedEffect] | None = None
 
 
 class RunError(BaseModel):
