@@ -13,9 +13,10 @@ search_path is pinned, as a definer function's must be.
 Commit evidence for the fault path (harness/faults/): `note_call(call_id, boot_id, tool, effect)` is
 called by the tool server inside a tool call's own transaction, so a row in `call_commits` exists exactly
 when that call's writes committed. `effect` is the digest of the call's logical effect (the tool and its
-canonical arguments): one effect committed under two call ids is an action executed twice. It too is SECURITY DEFINER: the run's role may execute it (schema USAGE
-lets it name the function) but holds no privilege on the table, so it can neither read nor forge or
-delete evidence except by really committing a call. The table is in the meta schema: never dumped.
+canonical arguments): one effect committed under two call ids is an action executed twice. It too is
+SECURITY DEFINER: the run's role may execute it (schema USAGE lets it name the function) but holds no
+privilege on the table, so it can neither read nor forge or delete evidence except by really committing
+a call. The table is in the meta schema: never dumped.
 """
 
 from __future__ import annotations

@@ -38,6 +38,17 @@ def test_a_partition_the_agents_call_never_met_is_not_witnessed(sandbox, double_
     assert "the agent's call got its answer: it never met the partition" in w.reasons
     assert w.witness is not None and w.witness.kind == "partition"
     assert w.witness.agent_call_failed is False and w.witness.agent_dropped_bytes == 0
+    if seconds >= 0.3:
+        # The attack is real: every probe-side check the old witness relied on is satisfied (the proxied
+        # probe was dropped, the control probe answered, the drop counter moved, the heal answered), so
+        # only the agent-side evidence refuses it.
+        pw = w.witness
+        assert not pw.proxied_probe_ok and pw.control_probe_ok and pw.dropped_bytes > 0
+        assert pw.healed_probe_ok and pw.healed_boot_id == pw.control_boot_id
+        assert w.reasons == [
+            "the agent's call got its answer: it never met the partition",
+            "the proxy dropped none of the agent's call",
+        ]
 
 
 def test_a_real_partition_and_kill_are_witnessed_with_the_agents_call_and_the_start_identity(
