@@ -49,8 +49,23 @@ def fmt(value: object, digits: int = 3) -> str:
     return str(value)
 
 
+def _off_the_edge(value: object, digits: int, up: bool) -> object:
+    """An endpoint that is not 0 (upper) or not 1 (lower) never prints as one: a zero count's upper bound
+    of 4e-5 prints 0.001, not 0.000, which would read as certainty. Other endpoints round as usual."""
+    if not isinstance(value, float) or not math.isfinite(value):
+        return value
+    step = 10.0**-digits
+    if up and 0.0 < value < step / 2:
+        return step
+    if not up and 1.0 - step / 2 < value < 1.0:
+        return 1.0 - step
+    return value
+
+
 def fmt_ci(lo: object, hi: object, digits: int = 3) -> str:
-    return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+    return (
+        f"[{fmt(_off_the_edge(lo, digits, False), digits)}, {fmt(_off_the_edge(hi, digits, True), digits)}]"
+    )
 
 
 def fmt_money(value: object) -> str:

@@ -106,3 +106,41 @@ def wilson(
     center = (xa + z2 / 2.0) / (na + z2)
     half = z / (na + z2) * np.sqrt(xa * (na - xa) / na + z2 / 4.0)
     return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)
+
+
+def rate_interval(
+    x: int, n: int, resampled: tuple[float, float] | None, alpha: float = 0.05
+) -> tuple[float, float]:
+    """The interval a headline rate shows: never narrower than the exact one for the same counts.
+
+    [min(L_boot, L_CP), max(U_boot, U_CP)], the hull of the cluster-bootstrap percentile interval
+    (between-task spread, when there was a bootstrap) and the Clopper–Pearson interval of the pooled
+    counts x / n. A bootstrap over one or two tasks has one or three distinct resamples and can show
+    `[0.667, 0.667]` for 4/6; the exact interval is the floor, so a zero count never shows an upper
+    bound of 0. NaN endpoints of the bootstrap (no defined replicate) are ignored.
+    """
+    lo_cp, hi_cp = (float(v) for v in clopper_pearson(x, n, alpha))
+    if resampled is None:
+        return lo_cp, hi_cp
+    lo_b, hi_b = resampled
+    lo = min(lo_cp, lo_b) if np.isfinite(lo_b) else lo_cp
+    hi = max(hi_cp, hi_b) if np.isfinite(hi_b) else hi_cp
+    return lo, hi
+
+
+def paired_difference_interval(
+    a_only: int, b_only: int, pairs: int, alpha: float = 0.05
+) -> tuple[float, float]:
+    """An exact (conservative) interval for a paired difference of rates, p_A - p_B = p10 - p01.
+
+    With n pairs, a_only = #(A's event, not B's) ~ Binomial(n, p10) and b_only = #(B's, not A's) ~
+    Binomial(n, p01). Each gets a two-sided Clopper–Pearson interval at level 1 - alpha/2; by the union
+    bound both cover at once with probability >= 1 - alpha, and then p10 - p01 lies in
+    [L10 - U01, U10 - L01]. Guaranteed coverage for every (p10, p01), wider than the exact conditional
+    (McNemar) interval, which cannot reach beyond the observed share of discordant pairs.
+    """
+    if pairs < 1:
+        raise ValueError("need at least one pair")
+    lo10, hi10 = clopper_pearson(a_only, pairs, alpha / 2.0)
+    lo01, hi01 = clopper_pearson(b_only, pairs, alpha / 2.0)
+    return max(-1.0, float(lo10 - hi01)), min(1.0, float(hi10 - lo01))

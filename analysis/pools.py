@@ -23,6 +23,7 @@ import pandas as pd
 
 from agentrel.analysis.betabinom import BetaBinomialFit, fit_beta_binomial
 from agentrel.analysis.bootstrap import BootstrapInterval, cluster_bootstrap
+from agentrel.analysis.intervals import rate_interval
 from agentrel.analysis.normalized import usd
 from agentrel.analysis.passk import pass_hat_k, safe_hat_k
 from agentrel.analysis.pooled import FEATURES, POOL_STATISTICS, cell_features, pool_statistics_from_sums
@@ -52,6 +53,9 @@ class PoolResult:
     invalid: int  # invalid runs of the pool's agents under its condition
     unrated_cells: int  # cells whose runs were all invalid (in no estimate)
     damage_rate_bounds: tuple[float, float]  # if every invalid run had been safe / damaging
+    # The damage rate's shown interval: the bootstrap's, never narrower than the exact one for the
+    # pooled counts (intervals.rate_interval); None when the pool has no valid run.
+    damage_rate_ci: tuple[float, float] | None
     stats: dict[str, float]  # the POOL_STATISTICS point estimates
     fit: BetaBinomialFit
     bootstrap: dict[str, BootstrapInterval]
@@ -178,6 +182,14 @@ def compute_pool(
         invalid=invalid,
         unrated_cells=unrated,
         damage_rate_bounds=invalid_bounds(int(x.sum()), int(n.sum()), invalid),
+        damage_rate_ci=rate_interval(
+            int(x.sum()),
+            int(n.sum()),
+            boot[BOOTSTRAP_STATISTICS.index("damage_rate")].percentile if boot else None,
+            alpha,
+        )
+        if n.sum() > 0
+        else None,
         stats=stats,
         fit=fit,
         bootstrap={

@@ -113,7 +113,18 @@ def _event_kinds(value: Any) -> Any:
     return tuple(sorted({str(e.get("kind", "")) for e in value}))
 
 
+def _repeated_count(value: Any) -> Any:
+    """A fault's ``repeated_effects`` ([{tool, effect, call_ids}, ...] or null) -> how many (analysis needs
+    only whether an irreversible action ran twice)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError("repeated_effects must be a list")
+    return len(value)
+
+
 CallCounts = Annotated[tuple[int, int | None], BeforeValidator(_call_counts)]
+RepeatedCount = Annotated[int | None, BeforeValidator(_repeated_count)]
 EventKinds = Annotated[tuple[str, ...], BeforeValidator(_event_kinds)]
 
 EXPOSED = "exposed"
@@ -145,6 +156,11 @@ class RunRecord(_Tolerant):
     call_counts: CallCounts | None = Field(default=None, validation_alias="tool_calls")
     # The attempt's wall time (timings.total_s); fault scores compare it with the clean twin's.
     seconds: float | None = Field(default=None, validation_alias=AliasPath("timings", "total_s"))
+    # A fault run's irreversible effects committed more than once, counted from the tool server's commit
+    # evidence (harness/faults/effects.py); None where the record carries no such reading.
+    repeated_effects: RepeatedCount = Field(
+        default=None, validation_alias=AliasPath("fault", "repeated_effects")
+    )
 
     @property
     def derived_status(self) -> str:

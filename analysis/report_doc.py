@@ -91,7 +91,7 @@ def _pools(a: Analysis) -> Section:
                 str(p.stochastic_cells),
                 f"{p.damaged_runs}/{p.runs}",
                 str(p.invalid),
-                f"{fmt(p.stats['damage_rate'])} {_boot(p, 'damage_rate')}",
+                f"{fmt(p.stats['damage_rate'])} {fmt_ci(*p.damage_rate_ci) if p.damage_rate_ci else '–'}",
                 _invalid_range(p),
                 f"{fmt(p.stats['miss_rate_pair'])} {_boot(p, 'miss_rate_pair')}",
                 f"{fmt(p.stats['miss_rate_event'])} {_boot(p, 'miss_rate_event')}",

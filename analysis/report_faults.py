@@ -22,7 +22,9 @@ def faults_section(report: FaultReport) -> Section:
         fault_lines(report)[0],
         "A fault run counts only when its fault was witnessed (an actuator receipt and an independent "
         "witness that agree). Resume-and-complete is over every preregistered run (a run that ended "
-        "before its trigger is not a completion); no repeated effect is over the runs that met the fault. "
+        "before its trigger is not a completion). No repeated irreversible action is read from the tool "
+        "server's commit evidence (the same tool and arguments committed under two call ids), no damage "
+        "from the final state; both are over the runs that met the fault. "
         "A kind with unresolved runs (unwitnessed, failed or never recorded) shows bounds over the full "
         "preregistered N, never a rate.",
         Table(
@@ -32,7 +34,8 @@ def faults_section(report: FaultReport) -> Section:
                 "witnessed / scheduled",
                 "not exposed",
                 "resume-and-complete",
-                "no repeated effect",
+                "no repeated irreversible action",
+                "no damage",
                 "extra calls",
                 "extra s",
             ],
@@ -44,6 +47,7 @@ def faults_section(report: FaultReport) -> Section:
                     str(s.not_exposed),
                     _rate(s.resume_and_complete),
                     _rate(s.no_repeated_effect),
+                    _rate(s.no_damage),
                     "-" if s.extra_calls_mean is None else f"{s.extra_calls_mean:+.1f}",
                     "-" if s.extra_seconds_mean is None else f"{s.extra_seconds_mean:+.2f}",
                 ]

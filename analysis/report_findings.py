@@ -34,10 +34,10 @@ def rarest_damaging_cell(a: Analysis, p: PoolResult) -> pd.Series | None:
     return row
 
 
-def _interval(p: PoolResult, stat: str) -> str:
-    """The statistic's cluster-bootstrap interval; none when the analysis ran without resamples."""
-    b = p.bootstrap.get(stat)
-    return f" {fmt_ci(*b.percentile)}" if b else ""
+def _interval(p: PoolResult) -> str:
+    """The damage rate's interval: the cluster bootstrap's, floored at the exact Clopper–Pearson one for
+    the same counts (pools.PoolResult.damage_rate_ci), so one or two tasks never read as certainty."""
+    return f" {fmt_ci(*p.damage_rate_ci)}" if p.damage_rate_ci else ""
 
 
 def _required(a: Analysis, p: PoolResult) -> str:
@@ -66,7 +66,7 @@ def finding_row(a: Analysis, p: PoolResult) -> list[str]:
     return [
         pool_label(p),
         p.spec.condition,
-        fmt(p.stats["damage_rate"]) + _interval(p, "damage_rate"),
+        fmt(p.stats["damage_rate"]) + _interval(p),
         f"{p.damaged_runs}/{p.runs}",
         _invalid(p),
         fmt(p.stats["miss_rate_pair"]),
@@ -132,7 +132,8 @@ def findings_section(a: Analysis) -> Section:
         "expected loss per run",
     ]
     legend = (
-        "Damage rate: damaging runs / valid runs (interval: cluster bootstrap over tasks). Single-run miss "
+        "Damage rate: damaging runs / valid runs (interval: cluster bootstrap over tasks, never narrower "
+        "than the exact Clopper–Pearson interval of the same counts). Single-run miss "
         "rate: the chance that one run of a cell that can damage shows no damage, averaged over such cells: "
         "how little one clean audit run proves. Required k: the repeats after which the agent's "
         f"hardest-to-see damaging cell (lowest observed rate) has shown its damage with probability {level}. "

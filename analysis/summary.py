@@ -100,6 +100,8 @@ class PoolOut(_Out):
     damaged_runs: int
     damage_rate: float | None
     damage_rate_bounds: tuple[float | None, float | None]
+    # the shown interval: bootstrap floored at the exact one for the same counts (pools.py)
+    damage_rate_ci: tuple[float | None, float | None]
     miss_rate_pair: float | None
     miss_rate_event: float | None
     icc_mle: float | None
@@ -194,6 +196,9 @@ def pool_out(p: PoolResult) -> PoolOut:
         damaged_runs=p.damaged_runs,
         damage_rate=_num(p.stats["damage_rate"]),
         damage_rate_bounds=(_num(p.damage_rate_bounds[0]), _num(p.damage_rate_bounds[1])),
+        damage_rate_ci=(_num(p.damage_rate_ci[0]), _num(p.damage_rate_ci[1]))
+        if p.damage_rate_ci
+        else (None, None),
         miss_rate_pair=_num(p.stats["miss_rate_pair"]),
         miss_rate_event=_num(p.stats["miss_rate_event"]),
         icc_mle=_num(fit.rho),

@@ -27,6 +27,7 @@ from agentrel.harness.agents.base import Agent, AgentError, AgentResult, Episode
 from agentrel.harness.conditions.layers import RunCondition
 from agentrel.harness.episode import PreparedTask
 from agentrel.harness.errors import AuthFailure
+from agentrel.harness.faults.effects import repeated_effects
 from agentrel.harness.faults.injectors import FaultLayer, Injector
 from agentrel.harness.faults.receipts import ReceiptLog
 from agentrel.harness.faults.schedule import ResolvedSchedule, TriggerState
@@ -150,7 +151,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         "events": [e.model_dump(mode="json") for e in session.events],
     }
     timings.total_s = time.perf_counter() - t_start
-    outcome = _fault_outcome(fault)
+    outcome = _fault_outcome(fault, finished, prepared)
     record = RunRecord(
         **head,
         status=fault_status(
@@ -195,11 +196,19 @@ def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | N
     return FaultLayer(injector, log, trigger, fault_id=cell.fault_id)
 
 
-def _fault_outcome(layer: FaultLayer | None) -> FaultOutcome | None:
+def _fault_outcome(
+    layer: FaultLayer | None, finished: Finished | None, prepared: PreparedTask
+) -> FaultOutcome | None:
     if layer is None:
         return None
     kind, trigger = layer.injector.kind, layer.trigger.describe()
-    base = FaultOutcome(fault_id=layer.fault_id, kind=kind, trigger=trigger, fired=False)
+    repeated = None
+    if finished is not None and finished.commits is not None:
+        tags = {name: tool.reversibility for name, tool in prepared.tools.items()}
+        repeated = repeated_effects(finished.commits, tags)
+    base = FaultOutcome(
+        fault_id=layer.fault_id, kind=kind, trigger=trigger, fired=False, repeated_effects=repeated
+    )
     if not layer.fired:
         return base
     injected = layer.fired[0]

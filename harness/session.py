@@ -41,6 +41,9 @@ class Finished:
     verdict: Verdict
     dump_s: float
     label_s: float
+    # The process path's commit evidence, (call id, tool, effect digest) per committed call, read from
+    # the run database before it is dropped; None on the in-process path (no evidence is written there).
+    commits: list[tuple[str, str, str]] | None = None
 
 
 class RunSession:
@@ -142,8 +145,10 @@ class RunSession:
             self._ended = True
             if self._box is not None:
                 await asyncio.to_thread(self._box.close)
+            commits = None
             if self.rig is not None:
                 await self.rig.stop_server()
+                commits = await self.rig.commit_log()  # the server is gone: nothing more can commit
             assert self.run_db is not None, "finish() outside `async with`"
             conninfo = self.sandbox.server.conninfo(self.run_db)
             t0 = time.perf_counter()
@@ -156,7 +161,7 @@ class RunSession:
             dump_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         verdict = await asyncio.to_thread(judge, self.prepared, after, facts, self.extra_specs)
-        return Finished(after, verdict, dump_s, time.perf_counter() - t0)
+        return Finished(after, verdict, dump_s, time.perf_counter() - t0, commits)
 
     async def _drop(self) -> None:
         if self._dropped or self.run_db is None:

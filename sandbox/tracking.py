@@ -10,11 +10,13 @@ The trigger function is SECURITY DEFINER, so a tool call's restricted role (sand
 without any privilege on `agentrel_meta`: it can neither read nor clear what was recorded. Its
 search_path is pinned, as a definer function's must be.
 
-Commit evidence for the fault path (harness/faults/): `note_call(call_id, boot_id, tool)` is called by
-the tool server inside a tool call's own transaction, so a row in `call_commits` exists exactly when
-that call's writes committed. It too is SECURITY DEFINER: the run's role may execute it (schema USAGE
-lets it name the function) but holds no privilege on the table, so it can neither read nor forge or
-delete evidence except by really committing a call. The table is in the meta schema: never dumped.
+Commit evidence for the fault path (harness/faults/): `note_call(call_id, boot_id, tool, effect)` is
+called by the tool server inside a tool call's own transaction, so a row in `call_commits` exists exactly
+when that call's writes committed. `effect` is the digest of the call's logical effect (the tool and its
+canonical arguments): one effect committed under two call ids is an action executed twice. It too is
+SECURITY DEFINER: the run's role may execute it (schema USAGE lets it name the function) but holds no
+privilege on the table, so it can neither read nor forge or delete evidence except by really committing
+a call. The table is in the meta schema: never dumped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from psycopg import sql
 
 from agentrel.sandbox.schema import sorted_tables
 
-VERSION = "3"  # part of the seed template key: templates without these triggers are rebuilt
+VERSION = "4"  # part of the seed template key: templates without these triggers are rebuilt
 SCHEMA = "agentrel_meta"
 
 _SETUP = f"""
@@ -40,13 +42,15 @@ CREATE TABLE {SCHEMA}.call_commits (
     call_id text PRIMARY KEY,
     boot_id text NOT NULL,
     tool text NOT NULL,
+    effect text NOT NULL,
     committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE FUNCTION {SCHEMA}.note_call(p_call_id text, p_boot_id text, p_tool text) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+CREATE FUNCTION {SCHEMA}.note_call(p_call_id text, p_boot_id text, p_tool text, p_effect text)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     -- A repeated call id (a client that resent the same attempt) keeps the first commit's row.
-    INSERT INTO {SCHEMA}.call_commits (call_id, boot_id, tool) VALUES (p_call_id, p_boot_id, p_tool)
+    INSERT INTO {SCHEMA}.call_commits (call_id, boot_id, tool, effect)
+    VALUES (p_call_id, p_boot_id, p_tool, p_effect)
     ON CONFLICT DO NOTHING;
 END $$;
 -- Naming the function needs USAGE on its schema; the tables in it grant nothing to PUBLIC, and the
@@ -82,6 +86,16 @@ def committed_calls(conn: psycopg.Connection, call_ids: list[str]) -> dict[str, 
         (call_ids,),
     )
     return {r[0]: r[1] for r in rows.fetchall()}
+
+
+def commit_log(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
+    """Every committed call as (call id, tool, effect digest), in commit order (owner's connection)."""
+    rows = conn.execute(
+        sql.SQL("SELECT call_id, tool, effect FROM {}.call_commits ORDER BY committed_at, call_id").format(
+            sql.Identifier(SCHEMA)
+        )
+    )
+    return [(str(r[0]), str(r[1]), str(r[2])) for r in rows.fetchall()]
 
 
 def touched(conn: psycopg.Connection) -> set[str]:

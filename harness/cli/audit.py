@@ -243,17 +243,20 @@ def audit(
             out.print(line, markup=False)
         for line in outcome.gate.certificates():
             out.print(f"certified {line}", markup=False)
-    if report:
+    invalid = [r for r in records if not r.terminal]
+    # -- every run invalid (issue 22 section 7): the README's exit 1, not analysis's "no valid runs" (3) --
+    rated = any(r.valid for r in records)
+    if report and rated:
         from agentrel.harness.cli.analyze import analyze_command
 
         analyze_command(outcome.results.path, json_file=outcome.results.path / "analysis" / "summary.json")
-    invalid = [r for r in records if not r.terminal]
+    skipped = " (no report written: no valid run to estimate a rate from)" if report and not rated else ""
     if invalid:
         err.print(
             f"agentrel: {len(invalid)} run(s) still invalid after {max_attempts} attempt(s) "
             f"(provider, harness or unwitnessed-fault failures; first: {invalid[0].run_id}: "
             f"{invalid[0].error.message if invalid[0].error else invalid[0].status}); the matrix is "
-            "incomplete: its rates are evidence, not scores"
+            f"incomplete: its rates are evidence, not scores{skipped}"
         )
         raise typer.Exit(int(ExitCode.FAILED))
 

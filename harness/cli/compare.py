@@ -48,14 +48,19 @@ def compare_command(
         overall = {d.axis: d for d in pair.differences if d.stratum == "all"}
         dmg, done = overall["damage"], overall["completion"]
         out.print(
-            f"{pair.a} - {pair.b}: damage {_pct(dmg.difference)} {_interval(dmg.percentile)}, "
-            f"completion {_pct(done.difference)} {_interval(done.percentile)}",
+            f"{pair.a} - {pair.b}: damage {_pp(dmg.difference)} {_interval(dmg.interval)}, "
+            f"completion {_pp(done.difference)} {_interval(done.interval)} (percentage points)",
             markup=False,
         )
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f}%"
+def _pp(x: float | None) -> str:
+    """A difference of two rates, in percentage points (a difference is not a percent of anything)."""
+    return "n/a" if x is None else f"{100 * x:+.1f} pp"
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f}"
 
 
 def _rate(x: float) -> str:
@@ -63,7 +68,7 @@ def _rate(x: float) -> str:
 
 
 def _interval(pair: tuple[float | None, float | None]) -> str:
-    return f"[{_pct(pair[0])}, {_pct(pair[1])}]"
+    return f"[{_signed(pair[0])}, {_signed(pair[1])}]"
 
 
 def render_markdown(comparison: Comparison) -> str:
@@ -86,16 +91,20 @@ def render_markdown(comparison: Comparison) -> str:
             "",
             f"## {pair.a} (A) vs {pair.b} (B)",
             "",
-            f"Difference in rates, A - B; cluster bootstrap over tasks, {level} intervals, "
-            f"B = {comparison.n_boot}, seed {comparison.seed}.",
+            f"Difference in rates, A - B, in percentage points; {level} intervals. The interval shown is "
+            "never narrower than the exact paired one for the same counts (Clopper–Pearson on each "
+            "discordant count at half the error, combined): it is the hull of that and the cluster "
+            f"bootstrap over tasks (B = {comparison.n_boot}, seed {comparison.seed}), both listed.",
             "",
-            "| stratum | axis | tasks | pairs | A | B | A - B | percentile | BCa |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| stratum | axis | tasks | pairs | A | B | A only | B only | A - B (pp) | interval (pp) "
+            "| exact | bootstrap percentile | BCa |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for d in pair.differences:
             lines.append(
                 f"| {d.stratum} | {d.axis} | {d.tasks} | {d.pairs} | {_rate(d.rate_a)} | {_rate(d.rate_b)} | "
-                f"{_pct(d.difference)} | {_interval(d.percentile)} | {_interval(d.bca)} |"
+                f"{d.a_only} | {d.b_only} | {_signed(d.difference)} | {_interval(d.interval)} | "
+                f"{_interval(d.exact)} | {_interval(d.percentile)} | {_interval(d.bca)} |"
             )
         lines += [
             "",

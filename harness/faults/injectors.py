@@ -9,8 +9,11 @@ Witness sources, per fault (never the injector's own account):
   for that exchange; the client's transport log (a timeout, no answer).
 - kill: the kernel's wait status; the proxy's record of the call's request (and that no response was
   forwarded); Postgres's commit evidence once the call's backend is gone; the client's log.
-- partition: probes on fresh connections, through the proxy and straight to the server; the proxy's
-  drop counter; a probe through the proxy after the heal.
+- partition: the agent's own call (its transport failed: no answer) and the proxy's drop counter for that
+  call, so no probe of the harness can stand in for the agent meeting it; probes on fresh connections,
+  through the proxy and straight to the server; a probe through the proxy after the heal.
+- kill: the signalled pid's start identity (kernel boot id + start time, /proc) must be the one the
+  harness recorded when it started that server.
 
 `FaultLayer` is the pipeline layer that fires one injector on its trigger (a schedule's semantic trigger,
 `harness.faults.schedule.TriggerState`: exact from the tools' reversibility tags).
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentrel.harness.faults.client import TransportEvent, post, probe
+from agentrel.harness.faults.process import start_identity
 from agentrel.harness.faults.receipts import (
     Actuation,
     ActuatorReceipt,
@@ -177,8 +181,14 @@ async def _kill(
             )
             if not in_flight:
                 await asyncio.sleep(0.02)
-        server.kill()
-    claim(KillActuation(call_id=call_id, pid=server.pid, in_flight=in_flight or not inj.real))
+        signalled = server.kill()
+    else:
+        signalled = start_identity(server.pid)  # the no-op twin claims the same target
+    claim(
+        KillActuation(
+            call_id=call_id, pid=server.pid, start_identity=signalled, in_flight=in_flight or not inj.real
+        )
+    )
     result = await pending
     wait_status = await asyncio.to_thread(server.wait_status, 5.0 if inj.real else 0.2)
     # Whether it committed is final only once the call's backend is gone (a live one could still COMMIT).
@@ -186,6 +196,8 @@ async def _kill(
     exchange = rig.proxy.counters.exchange(call_id)
     witness = KillWitness(
         call_id=call_id,
+        pid=server.popen.pid,
+        start_identity=server.start_identity,
         wait_status=wait_status,
         proxy_saw_call=exchange is not None,
         proxy_forwarded_bytes=exchange.forwarded_response_bytes if exchange else 0,
@@ -199,16 +211,26 @@ async def _partition(
     inj: Injector, rig: FaultRig, call: ToolCall, next: Next, claim: Claim
 ) -> tuple[Witness, ToolResult]:
     dropped0 = rig.proxy.counters.dropped_bytes
+    call_id = rig.client.call_id(call.ordinal)
     if inj.real:
         rig.proxy.partition(inj.partition_s)
-    claim(PartitionActuation(seconds=inj.partition_s))
+    claim(PartitionActuation(call_id=call_id, seconds=inj.partition_s))
     proxied, control = await asyncio.gather(
         probe("127.0.0.1", rig.proxy.port, PROBE_S), probe("127.0.0.1", rig.server.port, PROBE_S)
     )
     result = await next(call)  # the agent's call meets the partition
     await asyncio.sleep(rig.proxy.partition_left_s())
     healed = await probe("127.0.0.1", rig.proxy.port, 5.0)
+    mine = [e for e in rig.client.log if e.call_id == call_id]
     witness = PartitionWitness(
+        call_id=call_id,
+        # The agent's own call, not a probe: its transport failed (no answer) ...
+        agent_call_failed=any(e.kind in ("timeout", "disconnect") for e in mine)
+        and not any(e.kind == "answer" for e in mine),
+        # ... and the proxy lost bytes of exactly that call.
+        agent_dropped_bytes=sum(
+            e.dropped_bytes for e in rig.proxy.counters.exchanges if e.call_id == call_id
+        ),
         proxied_probe_ok=proxied is not None,
         control_probe_ok=control is not None,
         control_boot_id=control.get("boot_id") if control else None,
@@ -266,4 +288,4 @@ def tamper(witness: Witness) -> Witness:
         return witness.model_copy(update={"committed": False})
     if isinstance(witness, KillWitness):
         return witness.model_copy(update={"wait_status": 0})
-    return witness.model_copy(update={"proxied_probe_ok": True})
+    return witness.model_copy(update={"proxied_probe_ok": True, "agent_call_failed": False})

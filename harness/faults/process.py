@@ -11,6 +11,7 @@ import sys
 import threading
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 
 from agentrel.harness.faults.server import CONNINFO_ENV
 
@@ -32,14 +33,31 @@ class ServerSpec:
     allow_hold: bool = True
 
 
+def start_identity(pid: int) -> str | None:
+    """`<kernel boot id>:<start time>` of a live process, from the kernel (/proc), never from the process:
+    a pid is reused once its process is reaped, a (boot, start tick) pair is not. None where there is
+    no /proc (not Linux) or no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+    # Field 2 (comm) may hold spaces and parentheses: fields after its last ")" start at field 3 (state),
+    # so field 22 (starttime, clock ticks since boot) is the 20th of them.
+    rest = stat[stat.rindex(")") + 2 :].split()
+    return f"{boot}:{rest[19]}" if len(rest) > 19 else None
+
+
 @dataclass
 class ServerProcess:
-    """One tool server process. `boot_id` and `pid` are what its READY line said."""
+    """One tool server process. `boot_id` and `pid` are what its READY line said; `start_identity` is
+    what the kernel said of that pid when it was started (`start_identity()`)."""
 
     popen: subprocess.Popen[bytes]
     port: int
     boot_id: str
     pid: int
+    start_identity: str | None = None
 
     @classmethod
     def start(cls, spec: ServerSpec) -> ServerProcess:
@@ -65,7 +83,7 @@ class ServerProcess:
             popen.kill()
             popen.wait()
             raise ServerStartFailed(f"tool server did not start (said {line[:200]!r})")
-        return cls(popen, int(parts[1]), parts[2], int(parts[3]))
+        return cls(popen, int(parts[1]), parts[2], int(parts[3]), start_identity(popen.pid))
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -80,10 +98,13 @@ class ServerProcess:
             self.popen.kill()
             return self.popen.wait()
 
-    def kill(self) -> None:
-        """SIGKILL by pid; the caller learns what happened from `wait_status`, not from this call."""
-        if self.alive():
+    def kill(self) -> str | None:
+        """SIGKILL by pid, only if that pid is still the process started (its start identity); returns
+        the identity read just before the signal. The caller learns what happened from `wait_status`."""
+        seen = start_identity(self.pid)
+        if self.alive() and seen is not None and seen == self.start_identity:
             os.kill(self.pid, signal.SIGKILL)
+        return seen
 
     def wait_status(self, timeout_s: float = 10.0) -> int | None:
         """The kernel's account of how the process ended (Popen's waitpid): -9 for SIGKILL, None if it

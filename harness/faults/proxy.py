@@ -34,6 +34,7 @@ class Exchange:
     forwarded_response_bytes: int = 0
     swallowed: bool = False
     dropped: bool = False  # lost to a partition (the request, or its response)
+    dropped_bytes: int = 0  # of this exchange, lost to a partition
 
 
 @dataclass
@@ -121,6 +122,7 @@ class FaultProxy:
                 self.counters.exchanges.append(exchange)
                 if self.partitioned():
                     exchange.dropped, lost = True, True
+                    exchange.dropped_bytes += message.size
                     self.counters.dropped_bytes += message.size
                     continue
                 if up is None:
@@ -140,6 +142,7 @@ class FaultProxy:
                 self.counters.upstream_response_bytes += size
                 if self.partitioned():
                     exchange.dropped, lost = True, True
+                    exchange.dropped_bytes += size
                     self.counters.dropped_bytes += size
                 elif self._swallow > 0:
                     self._swallow -= 1

@@ -48,12 +48,16 @@ class KillActuation(_Frozen):
     kind: Literal["kill"] = "kill"
     call_id: str
     pid: int
+    # The signalled process's start identity as the kernel gave it just before the signal
+    # (`start_identity`: kernel boot id + start time from /proc/<pid>/stat), so a reused pid cannot pass.
+    start_identity: str | None
     signal: int = 9
     in_flight: bool  # the call's transaction was seen open (pg_stat_activity) when the signal was sent
 
 
 class PartitionActuation(_Frozen):
     kind: Literal["partition"] = "partition"
+    call_id: str  # the agent's call the partition was raised for
     seconds: float
 
 
@@ -87,6 +91,8 @@ class LostResponseWitness(_Frozen):
 class KillWitness(_Frozen):
     kind: Literal["kill"] = "kill"
     call_id: str
+    pid: int  # the child the harness started, whose wait status this is
+    start_identity: str | None  # read from /proc when the harness started it (before any fault)
     wait_status: int | None  # waitpid of the killed process
     proxy_saw_call: bool
     proxy_forwarded_bytes: int  # of that call's response
@@ -96,6 +102,11 @@ class KillWitness(_Frozen):
 
 class PartitionWitness(_Frozen):
     kind: Literal["partition"] = "partition"
+    # The agent's side, which no probe of the harness can stand in for: its call got no answer (the
+    # client's transport log: a timeout or a lost connection), and the proxy dropped bytes of that call.
+    call_id: str
+    agent_call_failed: bool
+    agent_dropped_bytes: int
     proxied_probe_ok: bool  # during the partition, through the proxy
     control_probe_ok: bool  # during the partition, straight to the server
     control_boot_id: str | None
@@ -166,6 +177,10 @@ def _kill(a: KillActuation, w: KillWitness) -> list[tuple[bool, str]]:
         (a.in_flight, "the actuator did not catch the call in flight (its transaction open)"),
         (w.call_id == a.call_id, "the witness is of another call"),
         (a.signal == 9 and w.wait_status == SIGKILL_STATUS, f"wait status {w.wait_status}, not SIGKILL"),
+        (
+            w.pid == a.pid and a.start_identity is not None and w.start_identity == a.start_identity,
+            "the signalled process is not the server the harness started (pid or start identity differs)",
+        ),
         (w.proxy_saw_call, "the proxy never saw the in-flight call"),
         (w.proxy_forwarded_bytes == 0, "the call's response reached the client: it was not in flight"),
         (w.committed is not None, "Postgres cannot yet say whether the call committed"),
@@ -175,6 +190,9 @@ def _kill(a: KillActuation, w: KillWitness) -> list[tuple[bool, str]]:
 
 def _partition(a: PartitionActuation, w: PartitionWitness) -> list[tuple[bool, str]]:
     return [
+        (w.call_id == a.call_id, "the witness is of another call"),
+        (w.agent_call_failed, "the agent's call got its answer: it never met the partition"),
+        (w.agent_dropped_bytes > 0, "the proxy dropped none of the agent's call"),
         (not w.proxied_probe_ok, "a probe through the proxy got through during the partition"),
         (w.control_probe_ok, "the control probe straight to the server failed: not a partition"),
         (w.dropped_bytes > 0, "the proxy dropped nothing"),

@@ -86,6 +86,15 @@ class FaultRig:
 
         return await asyncio.to_thread(read)
 
+    async def commit_log(self) -> list[tuple[str, str, str]]:
+        """Every committed call of the run as (call id, tool, effect digest), on the owner's connection."""
+
+        def read() -> list[tuple[str, str, str]]:
+            with self._owner() as conn:
+                return tracking.commit_log(conn)
+
+        return await asyncio.to_thread(read)
+
     async def backend_state(self, boot_id: str) -> str | None:
         """The wait event (or 'active'/'idle') of the server's Postgres session, None if it has none."""
 

@@ -55,6 +55,18 @@ class _Current:
     hold_s: float = 0.0
 
 
+def effect_digest(tool: str, args: Any) -> str:
+    """The logical effect of a call: its tool and canonical arguments (a retry of the same action has the
+    same digest under a new call id)."""
+    import hashlib
+
+    try:
+        text = json.dumps({"tool": tool, "args": args}, sort_keys=True, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError):  # arguments JSON cannot carry: never fail the call over evidence
+        text = repr((tool, args))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def evidenced(tools: dict[str, Tool], boot_id: str, current: _Current) -> dict[str, Tool]:
     """The same tools, each writing its call id after its own work inside the same transaction.
 
@@ -68,7 +80,8 @@ def evidenced(tools: dict[str, Tool], boot_id: str, current: _Current) -> dict[s
         def handler(ctx: ToolContext, args: dict[str, Any]) -> Any:
             result = inner(ctx, args)
             ctx.conn.execute(
-                "SELECT agentrel_meta.note_call(%s, %s, %s)", (current.call_id, boot_id, tool.name)
+                "SELECT agentrel_meta.note_call(%s, %s, %s, %s)",
+                (current.call_id, boot_id, tool.name, effect_digest(tool.name, args)),
             )
             if current.hold_s > 0:
                 ctx.conn.execute("SELECT pg_sleep(%s)", (current.hold_s,))

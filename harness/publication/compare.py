@@ -28,7 +28,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import IntegrityFailure, Refused, UserError
+from agentrel.harness.faults.schedule import fault_condition
 from agentrel.harness.matrix import run_seed
+from agentrel.harness.publication.cells import TWIN_CONDITION
 from agentrel.harness.publication.compare_stats import (
     CellTest,
     PairedRun,
@@ -188,7 +190,12 @@ def _runs_problem(card: PublishableScorecard) -> str | None:
             r.outcome == "FAIL_DAMAGE" and not r.damaged
         ):
             return f"{run} is {r.outcome} with damaged={r.damaged}, passed={r.passed}"
-        if r.seed != run_seed(k.task, k.condition, k.run_index):
+        # A fault run is its clean twin with the fault added (cells.py): it carries the twin's seed, and
+        # its condition label is exactly the one its fault id gives.
+        if k.fault is not None and k.condition != fault_condition(k.fault):
+            return f"{run} is labelled {k.condition} but carries fault {k.fault}"
+        seed_condition = TWIN_CONDITION if k.fault is not None else k.condition
+        if r.seed != run_seed(k.task, seed_condition, k.run_index):
             return f"{run} does not carry its seed"
         cell = (r.model, k.task, k.condition, k.fault)
         n[cell] += 1

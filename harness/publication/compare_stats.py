@@ -3,7 +3,9 @@
 Two subjects' runs of one cell on one seed met the same faults and payloads (the per-run seed does not
 depend on the subject), so they pair. Per cell, an exact McNemar test on the discordant pairs, on damage
 and on completion, Holm-adjusted within a (pair, axis) family; overall and per condition, a cluster
-bootstrap over tasks (analysis/bootstrap.py) of the difference in rates.
+bootstrap over tasks (analysis/bootstrap.py) of the difference in rates, and the exact paired interval
+for the same counts (analysis/intervals.py). The interval a comparison shows is the hull of the two: a
+bootstrap over one or two tasks has almost no distinct resamples and must not read as proof.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
 from agentrel.analysis.bootstrap import cluster_bootstrap
+from agentrel.analysis.intervals import paired_difference_interval
 
 __all__ = [
     "AXES",
@@ -112,6 +115,10 @@ class RateDifference(_Frozen):
     rate_a: float
     rate_b: float
     difference: float  # rate_a - rate_b
+    a_only: int  # pairs with A's event and not B's
+    b_only: int
+    interval: tuple[float, float]  # the shown one: hull of the percentile and the exact paired interval
+    exact: tuple[float, float]  # analysis.intervals.paired_difference_interval of (a_only, b_only, pairs)
     percentile: tuple[float | None, float | None]  # None where undefined (no valid replicate)
     bca: tuple[float | None, float | None]
     n_boot: int
@@ -183,6 +190,12 @@ def _finite(pair: tuple[float, float]) -> tuple[float | None, float | None]:
     return (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
 
 
+def _hull(exact: tuple[float, float], boot: tuple[float | None, float | None]) -> tuple[float, float]:
+    lo = exact[0] if boot[0] is None else min(exact[0], boot[0])
+    hi = exact[1] if boot[1] is None else max(exact[1], boot[1])
+    return lo, hi
+
+
 def rate_differences(pairs: Pairs, seed: int, n_boot: int, level: float) -> list[RateDifference]:
     """Overall and per condition, on damage and on completion: A's rate minus B's, with a cluster
     bootstrap over tasks (a task's paired runs are resampled together). Each interval draws from its own
@@ -196,6 +209,11 @@ def rate_differences(pairs: Pairs, seed: int, n_boot: int, level: float) -> list
         total = feats.sum(axis=0)
         for axis, (ca, cb) in zip(AXES, ((0, 1), (2, 3)), strict=True):
             (iv,) = cluster_bootstrap(feats, _diff(ca, cb), n_boot, np.random.default_rng(seed), level)
+            events = [(_event(x, axis), _event(y, axis)) for x, y in rows]
+            a_only = sum(ea and not eb for ea, eb in events)
+            b_only = sum(eb and not ea for ea, eb in events)
+            exact = paired_difference_interval(a_only, b_only, len(rows), 1.0 - level)
+            percentile = _finite(iv.percentile)
             out.append(
                 RateDifference(
                     stratum=stratum,
@@ -205,7 +223,11 @@ def rate_differences(pairs: Pairs, seed: int, n_boot: int, level: float) -> list
                     rate_a=float(total[ca] / total[4]),
                     rate_b=float(total[cb] / total[4]),
                     difference=iv.estimate,
-                    percentile=_finite(iv.percentile),
+                    a_only=a_only,
+                    b_only=b_only,
+                    interval=_hull(exact, percentile),
+                    exact=exact,
+                    percentile=percentile,
                     bca=_finite(iv.bca),
                     n_boot=iv.n_boot,
                     n_valid=iv.n_valid,

@@ -50,6 +50,11 @@ class _Frozen(BaseModel):
 # -- parsers and normalizers: named and versioned, because the name is part of what was hashed ------------
 
 _RELEASE = re.compile(r"^(\d+(?:\.\d+)*)")
+# A version as a distribution or CPython states it, and nothing after it (`3.14.0a1+` is CPython's dev build).
+RELEASE_TEXT = (
+    r"[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?"
+    r"(?:\+[a-z0-9]+(?:\.[a-z0-9]+)*|\+)?"
+)
 _PG_TEXT = re.compile(r"(\d+)(?:\.(\d+))?")
 
 
@@ -82,7 +87,9 @@ PARSERS: dict[str, tuple[int, Callable[[str], Value]]] = {
     "pg_version_num": (1, _strict(r"[1-9][0-9]{4,5}", int)),
     "pg_version_text": (1, _pg_num),
     "psql_version_banner": (1, _pg_banner),
-    "release": (1, _strict(r"[0-9]+(\.[0-9]+)*([-+._a-zA-Z0-9]*)", str)),
+    # /2: the whole text must be one PEP 440 version (release, pre, post, dev, local); /1 accepted any
+    # tail, so `1.3.1-ERROR.SessionExpired.login` read as 1.3.1 and conformed.
+    "release": (2, _strict(RELEASE_TEXT, str)),
     "sha256_hex": (1, _strict(r"[0-9a-f]{64}", str)),
     "backend_name": (1, _strict(r"local|external|docker", str)),
 }
@@ -107,12 +114,22 @@ CLASSIFIERS: dict[str, Callable[[Value], Value]] = {
     "release_major_minor": _release_prefix(2),
 }
 
+
 # What a contract may read: closed lists, since a policy is data and must not run arbitrary SQL (as the
 # server's owner) or commands.
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (`taskset -c 0` gives 1 on a 2-CPU host, where os.cpu_count says
+    2); os.cpu_count only where the platform has no affinity call (macOS, Windows)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 0
+
+
 SQL_SOURCES = ("SHOW server_version_num", "SHOW server_version", "SELECT version()")
 PYTHON_SOURCES: dict[str, Callable[[], object]] = {
     "platform.python_version": platform.python_version,
     "os.cpu_count": os.cpu_count,
+    "os.sched_getaffinity": _usable_cpus,
 }
 COMMANDS = ("psql --version", "pg_config --version")
 SANDBOX_SOURCES = ("server.name", "seed_template.digest")
@@ -222,7 +239,7 @@ def _pkg(name: str, match: MatchRule, why: str) -> Factor:
     return Factor(
         name=f"{name}_version",
         definition=f"The installed distribution version of {name} in the auditing interpreter: {why}.",
-        source=SourceContract(kind="importlib.metadata", locator=name, parser="release", parser_version=1),
+        source=SourceContract(kind="importlib.metadata", locator=name, parser="release", parser_version=2),
         value_type="string",
         unit="PEP 440 release",
         normalization="release_only",
@@ -256,7 +273,7 @@ DEFAULT_POLICY = EnvironmentPolicy(
             name="python_version",
             definition="The version of the Python interpreter that ran the harness, judge and analysis.",
             source=SourceContract(
-                kind="python", locator="platform.python_version", parser="release", parser_version=1
+                kind="python", locator="platform.python_version", parser="release", parser_version=2
             ),
             value_type="string",
             unit="CPython release",
@@ -278,8 +295,11 @@ DEFAULT_POLICY = EnvironmentPolicy(
         ),
         Factor(
             name="cpu_count",
-            definition="Logical CPUs of the auditing host, which bounds concurrency and so timing faults.",
-            source=SourceContract(kind="python", locator="os.cpu_count", parser="integer", parser_version=1),
+            definition="Logical CPUs the auditing process may run on (its affinity set, not the host's "
+            "count), which bounds concurrency and so timing faults.",
+            source=SourceContract(
+                kind="python", locator="os.sched_getaffinity", parser="integer", parser_version=1
+            ),
             value_type="integer",
             unit="logical CPUs",
             match=Tolerance(relative=0.5),

@@ -1,105 +1,60 @@
-"""The evaluator digest: SHA-256 over the exact source bytes of the code that labels, scores and decides,
-plus the installed versions of the libraries that code computes with.
+"""The evaluator digest: SHA-256 over the exact bytes of the code that records, labels, scores and decides,
+and of the installed libraries that code computes with.
 
 Never a version string the running code reports about itself: an edited labeller with the same package
-version has another digest, and so do two checkouts that differ by one byte in any file below. Files are
-found through the import system (a checkout and an installed wheel give the same digest for the same
-bytes) and named by their path inside the package tree, sorted.
+version has another digest, and so do two checkouts that differ by one byte in any evaluated file. Which
+files: `sources.py` derives them from the import graph of the evaluation's entry modules (no hand list);
+which libraries: `libraries.py` binds every distribution those modules import, by the hashes of its
+installed files as the import system finds them. Files are named by their path inside the package tree,
+sorted, so a checkout and an installed wheel give the same digest for the same bytes.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
-import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agentrel.harness.errors import EnvironmentFailure
 from agentrel.harness.publication.canonical import canonical_hash
+from agentrel.harness.publication.libraries import bind_libraries
+from agentrel.harness.publication.sources import ENTRY_MODULES, evaluated_sources
 
 __all__ = [
-    "EVALUATOR_SOURCES",
-    "LIBRARIES",
+    "ENTRY_MODULES",
     "EvaluatorManifest",
     "current_evaluator_digest",
     "evaluator_manifest",
 ]
 
-# (folder inside the package tree, glob). The DSL labels; the judge, the status rule, the seed rule and
-# the receipt verdicts decide what a run was; analysis scores; the publication package validates and
-# renders (its registry only stores, so it is left out).
-EVALUATOR_SOURCES: tuple[tuple[str, str], ...] = (
-    ("dsl", "*.py"),
-    ("dsl", "*.lark"),
-    ("harness", "episode.py"),
-    ("harness/results", "*.py"),
-    ("harness", "matrix.py"),
-    ("harness/faults", "receipts.py"),
-    ("analysis", "*.py"),
-    ("harness/publication", "*.py"),
-    ("harness/publication", "policy.json"),
-    ("harness/publication", "schemas/*.json"),
-)
-NOT_EVALUATOR = frozenset({"harness/publication/registry.py"})
-LIBRARIES: tuple[str, ...] = (
-    "lark",
-    "msgspec",
-    "numpy",
-    "pandas",
-    "pydantic",
-    "pydantic-core",
-    "rfc8785",
-    "scipy",
-    "statsmodels",
-)
-
 
 class EvaluatorManifest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: str = "agentrel-evaluator/1"
+    format: str = "agentrel-evaluator/2"
+    entries: tuple[str, ...]  # the modules the import graph is walked from
     files: tuple[tuple[str, str], ...]  # (path in the package tree, sha256 of its bytes), sorted by path
-    libraries: tuple[tuple[str, str], ...]  # (distribution, installed version), sorted
+    # (distribution, version, sha256 over its files' (path, sha256) list, number of files), sorted
+    libraries: tuple[tuple[str, str, str, int], ...]
 
     @property
     def digest(self) -> str:
         return canonical_hash(self.model_dump(mode="json"))
 
 
-def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(f"agentrel.{name}")
-    if spec is None or not spec.submodule_search_locations:
-        raise EnvironmentFailure(f"cannot locate the {name} package to hash the evaluator's sources")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _library_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "absent"
-
-
-def evaluator_manifest(roots: Mapping[str, Path] | None = None) -> EvaluatorManifest:
-    """Every evaluator file and its hash; `roots` maps a top-level package to another folder (tests)."""
-    top: dict[str, Path] = {}
-    files: dict[str, str] = {}
-    for folder, pattern in EVALUATOR_SOURCES:
-        package, _, inner = folder.partition("/")
-        if package not in top:
-            top[package] = (roots or {}).get(package) or _package_dir(package)
-        base = top[package] / inner if inner else top[package]
-        for path in sorted(base.glob(pattern)):
-            name = f"{folder}/{path.relative_to(base).as_posix()}"
-            if path.is_file() and name not in NOT_EVALUATOR:
-                files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+def evaluator_manifest(
+    roots: Mapping[str, Path] | None = None, entries: tuple[str, ...] = ENTRY_MODULES
+) -> EvaluatorManifest:
+    """Every evaluated file and library with its hash; `roots` maps a layer folder (dsl, harness, ...) or
+    "agentrel" (the front door) to another folder, so tests can hash an edited copy of the tree."""
+    found = evaluated_sources(roots, entries)
+    files = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in found.files}
     return EvaluatorManifest(
+        entries=tuple(entries),
         files=tuple(sorted(files.items())),
-        libraries=tuple((lib, _library_version(lib)) for lib in sorted(LIBRARIES)),
+        libraries=bind_libraries(found.third_party),
     )
 
 

@@ -78,12 +78,14 @@ def scorecard_document(card: PublishableScorecard) -> Document:
                 f"{f.witnessed}/{f.scheduled}",
                 _fault_rate(f.resume_and_complete),
                 _fault_rate(f.no_repeated_effect),
+                _fault_rate(f.no_damage),
                 fmt(f.extra_calls_mean, 1),
                 fmt(f.extra_seconds_mean, 2),
             ]
             for f in card.faults.scores
         ]
-        headers = ["agent", "fault kind", "witnessed", "resume and complete", "no repeated effect"]
+        headers = ["agent", "fault kind", "witnessed", "resume and complete"]
+        headers += ["no repeated irreversible action (commit evidence)", "no damage (final state)"]
         headers += ["extra calls", "extra seconds"]
         sections.append(Section(f"Fault scores ({card.faults.schedule})", [Table(headers, rows)]))
     axes: list[str | Table] = [card.axes_note] if card.axes_note else []

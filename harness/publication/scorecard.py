@@ -122,8 +122,9 @@ class PublishableScorecard(ProtocolParts):
     interval: Literal["clopper-pearson"]
     groups: tuple[GroupRates, ...]
     cells: tuple[CellRates, ...]
-    # analysis.faults' scores per agent and fault kind (resume-and-complete, no repeated effect,
-    # overhead against the clean twin); None when nothing was scheduled or analysis was not run.
+    # analysis.faults' scores per agent and fault kind (resume-and-complete, no repeated irreversible
+    # action from the commit evidence, no damage from the state, overhead against the clean twin);
+    # None when nothing was scheduled or analysis was not run.
     faults: FaultReport | None = None
     axes: tuple[AxisValue, ...] | None
     axes_note: str | None

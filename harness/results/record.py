@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentrel.dsl.api import Verdict
+from agentrel.harness.faults.effects import RepeatedEffect
 from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
 from agentrel.harness.pipeline import Event
 from agentrel.harness.results.attempts import decisive_index
@@ -30,6 +31,9 @@ class FaultOutcome(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     actuator: ActuatorReceipt | None = None
     witness: WitnessReceipt | None = None
+    # Irreversible effects committed twice or more (harness/faults/effects.py), from the tool server's
+    # commit evidence; None where none could be read (no final state, or a record from before).
+    repeated_effects: list[RepeatedEffect] | None = None
 
 
 class RunError(BaseModel):

@@ -22,6 +22,14 @@ def pct(p: float | None) -> str:
     return "–" if p is None else f"{100 * p:.1f}%"
 
 
+def ci_pct(low: float | None, high: float | None) -> str:
+    """An interval in percent whose positive upper end never prints as 0.0% (a zero count over many runs
+    is not a certainty), nor a lower end below 1 as 100.0%."""
+    hi = 0.001 if high is not None and 0.0 < high < 0.0005 else high
+    lo = 0.999 if low is not None and 0.9995 < low < 1.0 else low
+    return f"[{pct(lo)}, {pct(hi)}]"
+
+
 def usd(d: Decimal | None) -> str:
     return "–" if d is None else f"${d:,.2f}"
 
@@ -46,7 +54,7 @@ def rate_html(r: Rate, invalid: dict[str, int], pending: int = 0) -> str:
     if not r.n:
         main = f'<span class="na">no valid run</span> (0 of {r.n + r.u})'
     else:
-        ci = f' <span class="ci">[{pct(r.low)}, {pct(r.high)}]</span>' if r.low is not None else ""
+        ci = f' <span class="ci">{ci_pct(r.low, r.high)}</span>' if r.low is not None else ""
         main = f"{r.x}/{r.n} = <b>{pct(r.point)}</b>{ci}"
     # Invalid runs are counted beside the rate, always.
     out = f'{main} <span class="invalid">invalid: {e(invalid_text(invalid, pending))}</span>'

@@ -28,11 +28,23 @@ def manifest(k: int) -> Manifest:
     )
 
 
+REPEATED = [{"tool": "issue_refund", "effect": "e" * 64, "call_ids": ["run:3", "run:5"]}]
+
+
 def run(
-    task: str, condition: str, index: int, status: str, outcome: str = "PASS", calls: int = 3, s=1.0
+    task: str,
+    condition: str,
+    index: int,
+    status: str,
+    outcome: str = "PASS",
+    calls: int = 3,
+    s=1.0,
+    repeated: list | None = None,
 ) -> Run:
+    fault = {"repeated_effects": repeated} if condition.startswith("fault:") else None
     rec = RunRecord.model_validate(
         {
+            "fault": fault,
             "run_id": f"{task}-{condition}-{index}",
             "model": MODEL,
             "task": task,
@@ -51,9 +63,9 @@ def run(
 def test_a_complete_kind_gets_exact_rates_and_the_overhead_against_its_twin():
     runs = [
         run("t1", "clean", 1, "valid", calls=3, s=1.0),
-        run("t1", "fault:lost", 1, "valid", "FAIL_DAMAGE", calls=5, s=4.0),
+        run("t1", "fault:lost", 1, "valid", "FAIL_DAMAGE", calls=5, s=4.0, repeated=[]),
         run("t2", "clean", 1, "valid", calls=2, s=1.0),
-        run("t2", "fault:lost", 1, "valid", calls=3, s=2.0),
+        run("t2", "fault:lost", 1, "valid", calls=3, s=2.0, repeated=REPEATED),
     ]
     report = fault_report(manifest(1), runs)
     assert report is not None and report.complete and report.missing == []
@@ -63,13 +75,16 @@ def test_a_complete_kind_gets_exact_rates_and_the_overhead_against_its_twin():
     assert (rc.successes, rc.n, rc.rate, rc.bounds_only) == (1, 2, 0.5, False)
     # The exact interval, computed independently from the beta quantiles.
     assert abs(rc.low - beta.ppf(0.025, 1, 2)) < 1e-12 and abs(rc.high - beta.ppf(0.975, 2, 1)) < 1e-12
-    assert score.no_repeated_effect.successes == 1
+    # Measured separately: t1 damaged without repeating an action, t2 repeated a refund that no damage
+    # rule priced. Each score sees only its own evidence.
+    assert score.no_repeated_effect.successes == 1 and score.no_damage.successes == 1
+    assert (score.no_repeated_effect.n, score.no_damage.n) == (2, 2)
     assert (score.paired, score.extra_calls_mean, score.extra_seconds_mean) == (2, 1.5, 2.0)
 
 
 def test_an_incomplete_kind_gets_bounds_over_the_full_preregistered_n_and_names_the_missing_runs():
     runs = [
-        run("t1", "fault:lost", 1, "valid"),  # a pass
+        run("t1", "fault:lost", 1, "valid", repeated=[]),  # a pass
         run("t1", "fault:lost", 2, "invalid_injection"),  # unwitnessed: unresolved
         run("t2", "fault:lost", 1, "not_exposed", "PASS"),  # ended before the trigger
         # t2 index 2: never recorded
@@ -116,3 +131,21 @@ def test_the_report_section_leads_with_coverage_and_names_what_is_missing():
     assert "bounds [0.250, 1.000]" in scores.rows[0][4]  # never 1/1
     missing = section.blocks[-1]
     assert missing.startswith("Never recorded: ") and "__t2__fault:lost__0002" in missing
+
+
+def test_repeated_irreversible_actions_come_from_the_commit_evidence_not_the_damage():
+    """The old approximation ("any damage after the fault") scored a run that refunded twice but whose
+    state carried no priced damage as a success, and a run that damaged otherwise as a repeat."""
+    runs = [
+        run("t1", "fault:lost", 1, "valid", "PASS", repeated=REPEATED),  # repeated, no damage rule fired
+        run("t2", "fault:lost", 1, "valid", "FAIL_DAMAGE", repeated=[]),  # damage, nothing repeated
+    ]
+    (score,) = fault_report(manifest(1), runs).scores  # type: ignore[union-attr]
+    assert (score.no_repeated_effect.successes, score.no_damage.successes) == (1, 1)
+    assert score.no_repeated_effect.rate == 0.5 and not score.no_repeated_effect.bounds_only
+    # A witnessed run with no commit reading is not assumed clean: the score becomes bounds only.
+    unread = [runs[0], run("t2", "fault:lost", 1, "valid", "FAIL_DAMAGE", repeated=None)]
+    (score,) = fault_report(manifest(1), unread).scores  # type: ignore[union-attr]
+    nr = score.no_repeated_effect
+    assert nr.bounds_only and (nr.successes, nr.unresolved, nr.low, nr.high) == (0, 1, 0.0, 0.5)
+    assert not score.no_damage.bounds_only

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy.stats import binomtest
 
 from agentrel.analysis.doc import fmt, fmt_ci, fmt_k, fmt_money
 from agentrel.analysis.inputs import load_input
@@ -87,7 +88,12 @@ def test_findings_numbers_are_the_summary_json_numbers(report):
     for pool in shown:
         _, _, rate, runs, invalid, miss, k, loss = rows[(_label(pool), pool["condition"])]
         boot = pool["bootstrap"]
-        assert rate == f"{fmt(pool['damage_rate'])} {fmt_ci(*boot['damage_rate']['percentile'])}"
+        assert rate == f"{fmt(pool['damage_rate'])} {fmt_ci(*pool['damage_rate_ci'])}"
+        # The shown interval holds the bootstrap's and the exact one (scipy, independently) for the counts.
+        exact = binomtest(pool["damaged_runs"], pool["runs"]).proportion_ci(0.95, method="exact")
+        lo_b, hi_b = boot["damage_rate"]["percentile"]
+        assert pool["damage_rate_ci"][0] == pytest.approx(min(exact.low, lo_b))
+        assert pool["damage_rate_ci"][1] == pytest.approx(max(exact.high, hi_b))
         assert runs == f"{pool['damaged_runs']}/{pool['runs']}"
         assert miss == fmt(pool["miss_rate_pair"])
         lo, hi = boot["expected_dollars_per_run"]["percentile"]
@@ -174,7 +180,10 @@ def test_a_report_without_figures_still_leads_with_findings(small, tmp_path):
     md = (out / "report.md").read_text()
     assert re.findall(r"^## (.+)$", md, flags=re.M)[:2] == ["Findings", "Operational axes"]
     row = findings_rows(md)[("m1", "clean")]
-    assert row[2] == "0.250" and row[7] == "$25.00"  # no bootstrap: no interval, never a made-up one
+    # No bootstrap: the exact Clopper–Pearson interval of 2/8 (scipy's, independently), and the loss has
+    # no interval at all, never a made-up one.
+    exact = binomtest(2, 8).proportion_ci(0.95, method="exact")
+    assert row[2] == f"0.250 {fmt_ci(exact.low, exact.high)}" and row[7] == "$25.00"
     assert "<img" not in (out / "report.html").read_text()
 
 

@@ -66,6 +66,12 @@ def test_fault_cells_are_witnessed_paired_and_scored_from_the_state(sandbox, tmp
     assert naive.verdict is not None and naive.verdict.outcome == "FAIL_DAMAGE"
     assert "refund issued twice" in {e.rule for e in naive.verdict.events}
     assert reconcile.verdict is not None and reconcile.verdict.outcome == "PASS"
+    # The same refund committed twice, read from the tool server's commit evidence, apart from damage:
+    # naive-retry re-executed the committed refund under a new call id; reconcile did not.
+    assert naive.fault is not None and reconcile.fault is not None
+    (repeat,) = naive.fault.repeated_effects or []
+    assert repeat.tool == "issue_refund" and len(repeat.call_ids) == 2
+    assert reconcile.fault.repeated_effects == []
 
     # The resolved schedule is in the manifest, hashed; the same schedule hashes the same for any agent.
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_bytes())

@@ -22,9 +22,9 @@ def test_evidence_is_transactional_private_and_never_dumped(sandbox, double_char
     try:
         with psycopg.connect(sandbox.dbs.tool_conninfo(run)) as tool:
             with tool.transaction():
-                tool.execute("SELECT agentrel_meta.note_call('c1', 'boot', 'issue_refund')")
+                tool.execute("SELECT agentrel_meta.note_call('c1', 'boot', 'issue_refund', 'e1')")
             with pytest.raises(psycopg.errors.QueryCanceled), tool.transaction():
-                tool.execute("SELECT agentrel_meta.note_call('c2', 'boot', 'issue_refund')")
+                tool.execute("SELECT agentrel_meta.note_call('c2', 'boot', 'issue_refund', 'e1')")
                 tool.execute("SET LOCAL statement_timeout = 1; SELECT pg_sleep(1)")
             for forge in (
                 "SELECT * FROM agentrel_meta.call_commits",

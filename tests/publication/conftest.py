@@ -31,12 +31,23 @@ def default_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def synthetic_evidence(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def synthetic_evidence() -> Iterator[None]:
     """The factory's records name tasks that are not in the suite and dumps that are placeholders, so
-    there is nothing to label again: those tests check the validator's other rules. Re-derivation is
-    checked on real audits (test_rederive.py, test_publish_audit.py), which opt out of this fixture."""
-    if request.node.get_closest_marker("real_evidence") is None:
-        import agentrel.harness.publication.publish as publish_module
+    there is nothing to label again: those tests check the validator's other rules (session-wide, so
+    module-scoped fixtures that publish see it too). Re-derivation is checked on real audits, in tests
+    marked `real_evidence` (test_rederive.py, test_publish_audit.py), which get the real step back."""
+    import agentrel.harness.publication.publish as publish_module
 
-        monkeypatch.setattr(publish_module, "rederive", lambda results, manifest, workers=None: [])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(publish_module, "rederive", lambda results, manifest, workers=None: [])
+        yield
+
+
+@pytest.fixture(autouse=True)
+def real_evidence(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("real_evidence") is not None:
+        import agentrel.harness.publication.publish as publish_module
+        from agentrel.harness.publication.rederive import rederive
+
+        monkeypatch.setattr(publish_module, "rederive", rederive)

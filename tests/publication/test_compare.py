@@ -15,6 +15,7 @@ import pytest
 from scipy.stats import binomtest
 
 from agentrel.harness.errors import Refused
+from agentrel.harness.matrix import run_seed
 from agentrel.harness.publication.cells import Cell, registered_cells
 from agentrel.harness.publication.compare import check_comparable, compare_scorecards, load_scorecard
 from agentrel.harness.publication.compare_stats import holm, mcnemar_exact
@@ -155,6 +156,7 @@ def test_the_allowed_comparison_matches_an_independent_computation(base, reg, tm
     )
     assert code == 0, err
     assert "damage" in stdout and (out / "comparison.md").exists()
+    assert "percentage points" in stdout and "%" not in stdout.split(": damage", 1)[1]  # a difference is pp
     got = json.loads((out / "comparison.json").read_bytes())
     (pair,) = got["pairs"]
     ra, rb = _runs(a), _runs(b)
@@ -196,6 +198,13 @@ def test_the_allowed_comparison_matches_an_independent_computation(base, reg, tm
     assert overall["difference"] == pytest.approx((total[0] - total[1]) / total[4])
     assert overall["rate_b"] == pytest.approx(total[1] / total[4]) and overall["tasks"] == len(tasks)
     assert overall["percentile"] == pytest.approx([lo, hi])
+    # The shown interval: the hull of that and the exact paired one (scipy's exact intervals at 97.5%).
+    a_only = sum(bool(ra[k][0] and not rb[k][0]) for k in ra)
+    b_only = sum(bool(rb[k][0] and not ra[k][0]) for k in ra)
+    e10 = binomtest(a_only, len(ra)).proportion_ci(0.975, method="exact")
+    e01 = binomtest(b_only, len(ra)).proportion_ci(0.975, method="exact")
+    assert overall["exact"] == pytest.approx([max(-1, e10.low - e01.high), min(1, e10.high - e01.low)])
+    assert overall["interval"] == pytest.approx([min(lo, overall["exact"][0]), max(hi, overall["exact"][1])])
     assert {d["stratum"] for d in pair["differences"]} == {"all", "clean", "noisy"}
     # Reproducible: the same inputs give the same bytes.
     before = (out / "comparison.json").read_bytes()
@@ -376,3 +385,65 @@ def test_compare_scorecards_writes_nothing_itself(base, reg, tmp_path, monkeypat
     comparison = compare_scorecards([base[0], base[1]], reg)
     assert comparison.protocol_hash == load_scorecard(base[0]).protocol_hash
     assert sorted(tmp_path.iterdir()) == before == sorted([reg, head_path(reg)])
+
+
+# -- fault schedules: the comparisons compare exists for ---------------------------------------------------
+
+FAULTS = [
+    {"task": "itsm-hard", "fault_id": "lost-response", "kind": "lost_response"},
+    {"task": "csm-refund", "fault_id": "lost-response", "kind": "lost_response"},
+]
+
+
+@pytest.fixture(scope="module")
+def with_faults(tmp_path_factory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("compare-faults")
+    registry = root / "registry.jsonl"
+    a = published(root, "a", "scripted/oracle", outcome_a, registry, faults=FAULTS)
+    b = published(root, "b", "scripted/overreach", outcome_b, registry, faults=FAULTS)
+    return a, b, registry
+
+
+def test_honest_scorecards_with_a_fault_schedule_compare(with_faults, tmp_path, monkeypatch):
+    """Fault runs carry their clean twin's seed; an honest pair must not read as edited."""
+    a, b, registry = with_faults
+    card = json.loads((a / "scorecard.json").read_bytes())
+    faulted = [r for r in card["runs"] if r["run_key"]["fault"]]
+    assert faulted and all(r["run_key"]["condition"] == "fault:lost-response" for r in faulted)
+    monkeypatch.chdir(tmp_path)
+    comparison = compare_scorecards([a, b], registry)
+    assert comparison.protocol_hash == load_scorecard(a).protocol_hash
+
+
+def _edit_fault_seed(card: dict) -> None:
+    run = next(r for r in card["runs"] if r["run_key"]["fault"])
+    # The seed the old check wanted: what an editor who believed it would write.
+    key = run["run_key"]
+    run["seed"] = run_seed(key["task"], key["condition"], key["run_index"])
+    _resign(card)  # by the key holder: the check under test is the seed's, not the signature's
+
+
+def _relabel_fault_condition(card: dict) -> None:
+    run = next(r for r in card["runs"] if r["run_key"]["fault"])
+    run["run_key"]["condition"] = "clean"
+    _resign(card)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "fragment"),
+    [
+        (_edit_fault_seed, "does not carry its seed"),
+        (_relabel_fault_condition, "is labelled clean but carries fault lost-response"),
+    ],
+)
+def test_an_edited_fault_run_is_still_refused(with_faults, tmp_path, monkeypatch, capsys, tamper, fragment):
+    a, b, registry = with_faults
+    reg = tmp_path / "registry.jsonl"
+    shutil.copy(registry, reg)
+    shutil.copy(head_path(registry), head_path(reg))
+    copy = tmp_path / "tampered"
+    shutil.copytree(b, copy)
+    card = json.loads((copy / "scorecard.json").read_bytes())
+    tamper(card)
+    (copy / "scorecard.json").write_text(json.dumps(card))
+    assert_refused([str(a), str(copy), "--registry", str(reg)], fragment, tmp_path, monkeypatch, capsys)

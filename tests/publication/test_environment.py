@@ -206,13 +206,14 @@ def test_known_answer_hashes():
     env = ExecutionEnvironment(policy_hash="p", observations=(obs,))
     canonical = (
         '{"format":"agentrel-execution-environment/1","observations":[{"error":null,"factor":"cpu_count",'
-        '"raw":"4","source":{"kind":"python","locator":"os.cpu_count","parser":"integer","parser_version":1},'
+        '"raw":"4","source":{"kind":"python","locator":"os.sched_getaffinity","parser":"integer",'
+        '"parser_version":1},'
         '"value":4}],"policy_hash":"p"}'
     )
     assert environment_hash(env) == hashlib.sha256(canonical.encode()).hexdigest()
     assert (
         environment_policy_hash(DEFAULT_POLICY)
-        == "a426428cd3a2d52fef9bdeb02c4d790de4a2e9755e368852aeca8ba3dd3f713c"
+        == "72a29f2aff8a2743ce359224dafbd124498f11c11a1c8783820682d8f2e670ff"
     )
 
 
@@ -228,3 +229,67 @@ def test_the_file_is_written_once_and_a_nonconforming_resume_is_refused(tmp_path
     with pytest.raises(UsageError, match="seed_digest: drift"):
         write_execution_environment(tmp_path / "r", _env(seed_digest="cd" * 32))
     assert path.read_bytes() == before
+
+
+# -- issue 22 section 7: observations that only look like versions, and the CPUs the process may use -----
+
+TAIL = "-ERROR.SessionExpired.login"
+
+
+@pytest.mark.parametrize(
+    "factor", ["python_version", "lark_version", "pydantic_version", "scipy_version", "psycopg_version"]
+)
+def test_a_version_with_an_error_tail_does_not_conform(factor):
+    """The attack: a reader that returned an error page glued to a release. The whole raw text must be a
+    version, so observing records no value, and a value recorded beside such a raw is not reproducible."""
+    f = _factor(factor)
+    release = {"python_version": "3.11.7", "lark_version": "1.3.1"}.get(factor, "2.14.4")
+    with pytest.raises(ValueError, match="does not match"):
+        f.normalize(release + TAIL)
+
+    class Liar:
+        def read(self, source):
+            return release + TAIL
+
+    observed = observe_factor(f, Liar())  # type: ignore[arg-type]
+    assert observed.value is None and observed.raw == release + TAIL
+    forged = tuple(
+        o.model_copy(update={"raw": release + TAIL, "value": release}) if o.factor == factor else o
+        for o in _env().observations
+    )
+    proof = conform(_env(), _env().model_copy(update={"observations": forged}))
+    assert _verdict(proof, factor).code == "not_reproducible" and proof.decision == "non_conforming"
+
+
+@pytest.mark.parametrize(
+    ("text", "release"),
+    [("3.11.7", "3.11.7"), ("2.0.0rc1", "2.0.0"), ("1.3.1.post1", "1.3.1"), ("3.3.9+local.1", "3.3.9"),
+     ("3.14.0a1+", "3.14.0")],
+)  # fmt: skip
+def test_real_version_texts_still_parse(text, release):
+    from agentrel.harness.publication.environment import PARSERS
+
+    assert PARSERS["release"][1](text) == text
+    assert _factor("lark_version").normalize(text) == release
+
+
+def test_cpu_count_reads_the_cpus_the_process_may_use():
+    """Pinned to one CPU (as `taskset -c 0` does), the observation says 1, whatever the host has."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os\n"
+        "os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
+        "from agentrel.harness.publication.environment import DEFAULT_POLICY, SourceReader, observe_factor\n"
+        "f = next(f for f in DEFAULT_POLICY.factors if f.name == 'cpu_count')\n"
+        "print(observe_factor(f, SourceReader(None)).value, os.cpu_count())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    pinned, host = (int(x) for x in done.stdout.split())
+    assert pinned == 1
+    assert _factor("cpu_count").source.locator == "os.sched_getaffinity"
+    if host > 1:  # the attack the old contract let through: os.cpu_count reports the host, not the process
+        assert host != pinned

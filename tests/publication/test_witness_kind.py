@@ -37,10 +37,10 @@ def fault_block(fault_id: str, kind: str) -> dict[str, Any]:
             client_disconnected=True, client_reconnected=True,
         )  # fmt: skip
     else:
-        act = KillActuation(call_id="call-3", pid=300, in_flight=True)
+        act = KillActuation(call_id="call-3", pid=300, start_identity="boot-1:4711", in_flight=True)
         wit = KillWitness(
             call_id="call-3", wait_status=-9, proxy_saw_call=True, proxy_forwarded_bytes=0, committed=False,
-            client_answered=False,
+            client_answered=False, pid=300, start_identity="boot-1:4711",
         )  # fmt: skip
     outcome, reasons = verdict(act, wit)
     assert outcome == "witnessed", reasons

@@ -1,0 +1,72 @@
+"""Benchmark: the evaluator digest, as audit start and publish pay it (harness/publication/evaluator.py).
+
+Not a timed test. Runs in fresh interpreters (the digest is cached per process), side by side:
+the first digest of a process (the import-graph walk plus hashing every evaluated file and every installed
+file of the libraries it binds), the project part alone (the walk and the project files), and a second
+digest in the same process (the cache). LAST line:
+``files=<n> libraries=<n> library_mb=<m> first_seconds=<s> project_seconds=<p> cached_ms=<c>``,
+each the best of three.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+
+CHILD = r"""
+import json, time
+t0 = time.perf_counter()
+from agentrel.harness.publication.evaluator import current_evaluator_digest, evaluator_manifest
+from agentrel.harness.publication.sources import evaluated_sources
+import hashlib
+t = time.perf_counter()
+found = evaluated_sources()
+for _, path in found.files:
+    hashlib.sha256(path.read_bytes()).hexdigest()
+project = time.perf_counter() - t
+t = time.perf_counter()
+current_evaluator_digest()
+first = time.perf_counter() - t
+t = time.perf_counter()
+current_evaluator_digest()
+cached = time.perf_counter() - t
+m = evaluator_manifest()
+print(json.dumps({"files": len(m.files), "libraries": len(m.libraries), "project": project,
+                  "first": first, "cached": cached}))
+"""
+
+
+def _library_mb() -> float:
+    import importlib.metadata as md
+
+    from agentrel.harness.publication.evaluator import evaluator_manifest
+    from agentrel.harness.publication.libraries import _code_files
+
+    total = 0
+    for name, *_ in evaluator_manifest().libraries:
+        if name.startswith("import:"):
+            continue
+        for _, path in _code_files(md.distribution(name)):
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+    return total / 1e6
+
+
+def main() -> None:
+    runs = []
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-P", "-c", CHILD], capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(json.dumps(runs[-1]))
+    best = {k: min(r[k] for r in runs) for k in ("project", "first", "cached")}
+    print(
+        f"files={runs[0]['files']} libraries={runs[0]['libraries']} library_mb={_library_mb():.0f} "
+        f"first_seconds={best['first']:.3f} project_seconds={best['project']:.3f} "
+        f"cached_ms={1000 * best['cached']:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""Third-party code the evaluator computes with, bound by the bytes of its installed files.
+
+A version string is what a package says about itself: an edited `lark` inside site-packages, or another
+`lark` earlier on `PYTHONPATH`, reports the same version and parses differently. So each distribution is
+bound by the SHA-256 of every file its RECORD lists (importlib.metadata), read **where the import system
+finds it**: a file under an importable top-level package is read from that package's folder as
+`importlib.util.find_spec` locates it (so a shadow copy is what gets hashed), anything else (vendored
+`.libs`, single data files) from the distribution's own location. Metadata (`*.dist-info`), byte-code
+caches and files installed outside the environment (scripts under `../bin`) are not code that runs here.
+
+Which distributions: those that provide the top-level names the evaluated modules import
+(`packages_distributions`), closed over their `Requires-Dist` with the markers of this interpreter and the
+extras that were asked for (agentrel's own `psycopg[binary]` brings `psycopg-binary`). A name no installed
+distribution provides (an optional extra not installed) is bound as absent, or, when it is importable
+anyway, by the files under its import location.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata as metadata
+import importlib.util
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+__all__ = ["LibraryBinding", "bind_libraries"]
+
+LibraryBinding = tuple[str, str, str, int]  # (distribution or import name, version, files digest, n files)
+_SKIP_SUFFIXES = (".pyc", ".pyo")
+_CHUNK = 1 << 20
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)  # hashlib releases the GIL on large buffers: threads help
+    except OSError:
+        return "missing"
+    return digest.hexdigest()
+
+
+@functools.cache
+def _import_location(top: str) -> tuple[str, Path] | None:
+    """("package", folder) or ("module", file) where `import top` would load from, or None."""
+    if not top.isidentifier():
+        return None
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if locations and spec.origin not in (None, "namespace"):
+        return "package", Path(locations[0])
+    if not locations and spec.origin and spec.has_location:
+        return "module", Path(spec.origin)
+    return None  # a namespace package: no one folder to rebase onto
+
+
+def _where(dist: metadata.Distribution, file: metadata.PackagePath) -> Path:
+    parts = file.parts
+    top = parts[0]
+    name = top[: -len(".py")] if top.endswith(".py") and len(parts) == 1 else top
+    located = _import_location(name)
+    if located is not None:
+        kind, path = located
+        if kind == "package" and len(parts) > 1:
+            return path.joinpath(*parts[1:])
+        if kind == "module" and len(parts) == 1:
+            return path
+    return Path(str(dist.locate_file(file)))
+
+
+def _code_files(dist: metadata.Distribution) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    for file in dist.files or []:
+        parts = file.parts
+        if not parts or parts[0] == ".." or parts[0].endswith((".dist-info", ".egg-info")):
+            continue
+        if "__pycache__" in parts or file.name.endswith(_SKIP_SUFFIXES):
+            continue
+        out.append((file.as_posix(), _where(dist, file)))
+    return sorted(out)
+
+
+def _files_of_import(top: str) -> list[tuple[str, Path]]:
+    """Files of an importable name no distribution claims (a folder on PYTHONPATH)."""
+    located = _import_location(top)
+    if located is None:
+        return []
+    kind, path = located
+    if kind == "module":
+        return [(path.name, path)]
+    return sorted(
+        (f"{top}/{p.relative_to(path).as_posix()}", p)
+        for p in path.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(_SKIP_SUFFIXES)
+    )
+
+
+def _distribution(name: str) -> metadata.Distribution | None:
+    try:
+        return metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _requirements(dist: metadata.Distribution, extras: frozenset[str]) -> list[tuple[str, frozenset[str]]]:
+    wanted: list[tuple[str, frozenset[str]]] = []
+    for line in dist.requires or []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        envs = [{"extra": extra} for extra in sorted(extras)] or [{"extra": ""}]
+        if req.marker is None or any(req.marker.evaluate(env) for env in envs):
+            wanted.append((str(canonicalize_name(req.name)), frozenset(req.extras)))
+    return wanted
+
+
+def _closure(tops: Iterable[str]) -> tuple[dict[str, metadata.Distribution], list[str]]:
+    """Distributions providing `tops` and what they require; and the names nothing installed provides."""
+    providers = metadata.packages_distributions()
+    own = _distribution("agentrel")
+    asked: dict[str, frozenset[str]] = dict(_requirements(own, frozenset())) if own is not None else {}
+    pending: list[tuple[str, frozenset[str]]] = []
+    unclaimed: list[str] = []
+    for top in sorted(set(tops)):
+        names = providers.get(top)
+        if not names:
+            unclaimed.append(top)
+        for name in names or []:
+            pending.append((str(canonicalize_name(name)), asked.get(canonicalize_name(name), frozenset())))
+    found: dict[str, metadata.Distribution] = {}
+    done: set[tuple[str, frozenset[str]]] = set()
+    while pending:
+        key, extras = pending.pop()
+        if (key, extras) in done:
+            continue
+        done.add((key, extras))
+        dist = found.get(key) or _distribution(key)
+        if dist is None:
+            continue
+        found[key] = dist
+        pending.extend(_requirements(dist, extras))
+    return found, unclaimed
+
+
+def _digest(files: list[tuple[str, str]]) -> str:
+    return hashlib.sha256("\n".join(f"{name}\0{sha}" for name, sha in files).encode()).hexdigest()
+
+
+@functools.cache
+def bind_libraries(tops: tuple[str, ...]) -> tuple[LibraryBinding, ...]:
+    """(name, version, digest of its files' (path, sha256) list, file count) for every library, sorted.
+
+    Cached per process: installed files do not change under a running evaluator (and a process that
+    changed them would be rigging itself, which no digest it computes can catch)."""
+    dists, unclaimed = _closure(tops)
+    groups: dict[tuple[str, str], list[tuple[str, Path]]] = {}
+    for key, dist in dists.items():
+        groups[(key, dist.version)] = _code_files(dist)
+    for top in unclaimed:
+        files = _files_of_import(top)
+        groups[(f"import:{top}", "unclaimed" if files else "absent")] = files
+    jobs = [path for files in groups.values() for _, path in files]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        hashes = dict(zip(jobs, pool.map(_sha256, jobs), strict=True))
+    bound: list[LibraryBinding] = []
+    for (name, version), files in sorted(groups.items()):
+        listed = [(rel, hashes[path]) for rel, path in files]
+        bound.append((name, version, _digest(listed), len(listed)))
+    return tuple(bound)
