@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentrel.dsl.api import DamageEvent, DslError, Spec, Verdict, check_spec, load_spec
 from agentrel.dsl.params import resolve_params
 from agentrel.harness.errors import UserError
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.suite_paths import suite_root
 from agentrel.harness.tasks import Step, Task
 from agentrel.harness.yamlfile import load_model
@@ -55,22 +56,18 @@ PayloadClass = Literal[
 PLACEHOLDERS = ("{instruction}", "{canary}")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Payload(_Strict):
+class Payload(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     kind: PayloadClass = Field(alias="class")
     text: str = Field(min_length=1)
     note: str = ""  # where the text plausibly sits, and for an own class why it is one
 
 
-class _PayloadFile(_Strict):
+class _PayloadFile(Frozen):
     payloads: list[Payload] = Field(min_length=1)
 
 
-class Goal(_Strict):
+class Goal(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     summary: str
     tools: list[str] = Field(min_length=1)

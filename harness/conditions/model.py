@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.yamlfile import load_model
 
 Fault = Literal["timeout", "lost_response", "server_error", "malformed", "empty", "rate_limited"]
@@ -17,11 +18,7 @@ Delivery = Literal["appended", "embedded"]
 DELIVERIES: tuple[Delivery, ...] = ("appended", "embedded")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Noise(_Strict):
+class Noise(Frozen):
     """Each call in scope meets one fault with probability `failure_rate`, drawn from the run's stream."""
 
     failure_rate: float = Field(default=0.3, ge=0.0, le=1.0)
@@ -29,7 +26,7 @@ class Noise(_Strict):
     tools: ToolScope = "all"  # by the tools' reversibility tags: read, write (any mutating tool) or all
 
 
-class Injection(_Strict):
+class Injection(Frozen):
     """Per run one payload and one delivery (from the run's stream); each read result the agent gets
     carries it with probability `rate`."""
 
@@ -38,7 +35,7 @@ class Injection(_Strict):
     payloads: list[str] | None = None  # catalogue ids; default every payload
 
 
-class Condition(_Strict):
+class Condition(Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,39}$")
     noisy: Noise | None = None
     adversarial: Injection | None = None

@@ -17,7 +17,9 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from agentrel.harness.frozen import Frozen
 
 FaultKind = Literal["restart", "lost_response", "kill", "partition"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("restart", "lost_response", "kill", "partition")
@@ -25,12 +27,8 @@ Outcome = Literal["witnessed", "invalid_injection"]
 SIGKILL_STATUS = -9  # Popen's return code for a child killed by signal 9
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 # -- actuator receipts (the injector's claims) -----------------------------------------------------------
-class RestartActuation(_Frozen):
+class RestartActuation(Frozen):
     kind: Literal["restart"] = "restart"
     old_pid: int
     old_boot_id: str
@@ -38,13 +36,13 @@ class RestartActuation(_Frozen):
     new_boot_id: str
 
 
-class LostResponseActuation(_Frozen):
+class LostResponseActuation(Frozen):
     kind: Literal["lost_response"] = "lost_response"
     call_id: str
     armed: bool  # the proxy was told to swallow the next response
 
 
-class KillActuation(_Frozen):
+class KillActuation(Frozen):
     kind: Literal["kill"] = "kill"
     call_id: str
     pid: int
@@ -55,7 +53,7 @@ class KillActuation(_Frozen):
     in_flight: bool  # the call's transaction was seen open (pg_stat_activity) when the signal was sent
 
 
-class PartitionActuation(_Frozen):
+class PartitionActuation(Frozen):
     kind: Literal["partition"] = "partition"
     call_id: str  # the agent's call the partition was raised for
     seconds: float
@@ -67,7 +65,7 @@ Actuation = Annotated[
 
 
 # -- witness receipts (what independent sources showed) ------------------------------------------------
-class RestartWitness(_Frozen):
+class RestartWitness(Frozen):
     kind: Literal["restart"] = "restart"
     pid_before: int | None  # as the server itself reported in the client's last answer before
     boot_before: str | None
@@ -78,7 +76,7 @@ class RestartWitness(_Frozen):
     client_reconnected: bool
 
 
-class LostResponseWitness(_Frozen):
+class LostResponseWitness(Frozen):
     kind: Literal["lost_response"] = "lost_response"
     call_id: str
     committed: bool  # agentrel_meta.call_commits holds the call id (read as the owner)
@@ -88,7 +86,7 @@ class LostResponseWitness(_Frozen):
     client_answered: bool
 
 
-class KillWitness(_Frozen):
+class KillWitness(Frozen):
     kind: Literal["kill"] = "kill"
     call_id: str
     pid: int  # the child the harness started, whose wait status this is
@@ -100,7 +98,7 @@ class KillWitness(_Frozen):
     client_answered: bool
 
 
-class PartitionWitness(_Frozen):
+class PartitionWitness(Frozen):
     kind: Literal["partition"] = "partition"
     # The agent's side, which no probe of the harness can stand in for: its call got no answer (the
     # client's transport log: a timeout or a lost connection), and the proxy dropped bytes of that call.
@@ -120,13 +118,13 @@ Witness = Annotated[
 ]
 
 
-class ActuatorReceipt(_Frozen):
+class ActuatorReceipt(Frozen):
     fault_id: str
     at: float  # wall-clock seconds
     actuation: Actuation
 
 
-class WitnessReceipt(_Frozen):
+class WitnessReceipt(Frozen):
     fault_id: str
     at: float
     witness: Witness | None  # None: no witness could be gathered

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from agentrel.harness.errors import UserError
 from agentrel.harness.faults.receipts import FaultKind
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.pipeline import ToolCall
 from agentrel.harness.yamlfile import load_model
 from agentrel.sandbox.tools.base import Tool
@@ -38,11 +39,7 @@ from agentrel.sandbox.tools.base import Tool
 TriggerKind = Literal["first_irreversible_call", "first_write_call", "after_first_committed_write", "call"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Trigger(_Strict):
+class Trigger(Frozen):
     when: TriggerKind
     n: int | None = Field(default=None, ge=1, description="for `when: call`: the call's ordinal")
 
@@ -64,7 +61,7 @@ class Trigger(_Strict):
         return f"call {self.n}" if self.when == "call" else self.when.replace("_", " ")
 
 
-class ScheduledFault(_Strict):
+class ScheduledFault(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,39}$")
     kind: FaultKind
     trigger: Trigger
@@ -78,7 +75,7 @@ class ScheduledFault(_Strict):
         return self
 
 
-class Schedule(_Strict):
+class Schedule(Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,39}$")
     faults: list[ScheduledFault] = Field(min_length=1)
 
@@ -90,7 +87,7 @@ class Schedule(_Strict):
         return self
 
 
-class FaultCell(_Strict):
+class FaultCell(Frozen):
     """One preregistered fault on one task: the unit a fault run is scheduled, witnessed and scored by."""
 
     task: str
@@ -105,7 +102,7 @@ class FaultCell(_Strict):
         return fault_condition(self.fault_id)
 
 
-class ResolvedSchedule(_Strict):
+class ResolvedSchedule(Frozen):
     name: str
     cells: list[FaultCell]
 

@@ -24,11 +24,12 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import IntegrityFailure, Refused, UserError
 from agentrel.harness.faults.schedule import fault_condition
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.matrix import run_seed
 from agentrel.harness.publication.cells import TWIN_CONDITION
 from agentrel.harness.publication.compare_stats import (
@@ -71,11 +72,7 @@ PROTOCOL_PARTS = ("matrix_hash", "policy_hash", "evaluator_digest", "witness_con
 COMPARISON_FILES = ("comparison.json", "comparison.md")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SubjectRuns(_Frozen):
+class SubjectRuns(Frozen):
     """One subject (agent) of a scorecard and its runs: the unit a comparison pairs."""
 
     label: str  # the scorecard's name, with the model's when the scorecard scores several
@@ -324,7 +321,7 @@ def _same_runs(a: SubjectRuns, b: SubjectRuns) -> None:
         raise Refused(f"{a.label} and {b.label} give run {'/'.join(map(str, bad))} different seeds")
 
 
-class PairComparison(_Frozen):
+class PairComparison(Frozen):
     a: str  # unit labels; the digests and subject hashes are the inputs'
     b: str
     a_subject: str
@@ -333,7 +330,7 @@ class PairComparison(_Frozen):
     differences: tuple[RateDifference, ...]
 
 
-class ComparedInput(_Frozen):
+class ComparedInput(Frozen):
     name: str
     digest: str
     subject_config_hash: str
@@ -341,7 +338,7 @@ class ComparedInput(_Frozen):
     subjects: tuple[str, ...]  # model names
 
 
-class Comparison(_Frozen):
+class Comparison(Frozen):
     format: Literal["agentrel-comparison/1"] = "agentrel-comparison/1"
     protocol_hash: str
     registry_head: str  # the registry state every input was checked active in

@@ -18,10 +18,10 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
 
 from agentrel.analysis.bootstrap import cluster_bootstrap
 from agentrel.analysis.intervals import paired_difference_interval
+from agentrel.harness.frozen import Frozen
 
 __all__ = [
     "AXES",
@@ -42,11 +42,7 @@ Array = NDArray[np.float64]
 Pairs = Sequence[tuple["PairedRun", "PairedRun"]]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PairedRun(_Frozen):
+class PairedRun(Frozen):
     task: str
     condition: str
     fault: str | None
@@ -93,7 +89,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return out
 
 
-class CellTest(_Frozen):
+class CellTest(Frozen):
     task: str
     condition: str
     fault: str | None
@@ -107,7 +103,7 @@ class CellTest(_Frozen):
     p_holm: float
 
 
-class RateDifference(_Frozen):
+class RateDifference(Frozen):
     stratum: str  # a condition, or "all"
     axis: Axis
     tasks: int

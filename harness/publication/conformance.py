@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from agentrel.harness.durable import read_model, write_durably
 from agentrel.harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.publication.canonical import canonical_bytes
 from agentrel.harness.publication.environment import (
     CLASSIFIERS,
@@ -45,10 +44,6 @@ __all__ = [
 ENVIRONMENT_FILE = "execution_environment.json"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 VerdictCode = Literal[
     "match",  # equal, in the same class, or within tolerance
     "missing",  # a required factor was not observed (or could not be read) on one side
@@ -61,7 +56,7 @@ VerdictCode = Literal[
 FAILING: frozenset[str] = frozenset({"missing", "source_mismatch", "not_reproducible", "drift"})
 
 
-class FactorVerdict(_Frozen):
+class FactorVerdict(Frozen):
     factor: str
     passed: bool
     code: VerdictCode
@@ -70,7 +65,7 @@ class FactorVerdict(_Frozen):
     candidate: Value | None
 
 
-class EnvironmentConformanceProof(_Frozen):
+class EnvironmentConformanceProof(Frozen):
     format: Literal["agentrel-environment-conformance/1"] = "agentrel-environment-conformance/1"
     policy_hash: str
     reference_hash: str

@@ -18,8 +18,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.publication.canonical import canonical_bytes, canonical_hash
 from agentrel.harness.publication.evidence import Evidence, evidence_from_records
 from agentrel.harness.publication.freeze import Freeze
@@ -30,11 +31,7 @@ from agentrel.harness.publication.policy import Policy
 __all__ = ["EligibilityProof", "StratumCoverage", "proof_of", "validate"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class StratumCoverage(_Frozen):
+class StratumCoverage(Frozen):
     """One (condition, fault kind, task) stratum: its registered cells and what became of them."""
 
     condition: str

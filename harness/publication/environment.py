@@ -19,8 +19,9 @@ import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.publication.canonical import canonical_hash
 
 if TYPE_CHECKING:
@@ -41,10 +42,6 @@ __all__ = [
 ]
 
 Value = int | str
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # -- parsers and normalizers: named and versioned, because the name is part of what was hashed ------------
@@ -138,7 +135,7 @@ SANDBOX_SOURCES = ("server.name", "seed_template.digest")
 # -- the policy ------------------------------------------------------------------------------------------
 
 
-class SourceContract(_Frozen):
+class SourceContract(Frozen):
     """How a factor is read: `kind:locator`, then parsed by `parser` at `parser_version`."""
 
     kind: Literal["sql", "importlib.metadata", "python", "sandbox", "command"]
@@ -174,18 +171,18 @@ class SourceContract(_Frozen):
         return parse(raw)
 
 
-class Exact(_Frozen):
+class Exact(Frozen):
     rule: Literal["exact"] = "exact"
 
 
-class SameClass(_Frozen):
+class SameClass(Frozen):
     """Values match when they fall in the same compatibility class (e.g. the same Postgres major)."""
 
     rule: Literal["class"] = "class"
     classifier: Literal["pg_major", "release_major", "release_major_minor"]
 
 
-class Tolerance(_Frozen):
+class Tolerance(Frozen):
     """|candidate - reference| <= max(absolute, relative * |reference|)."""
 
     rule: Literal["tolerance"] = "tolerance"
@@ -196,7 +193,7 @@ class Tolerance(_Frozen):
 MatchRule = Annotated[Exact | SameClass | Tolerance, Field(discriminator="rule")]
 
 
-class Factor(_Frozen):
+class Factor(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     definition: str = Field(min_length=1)
     source: SourceContract
@@ -223,7 +220,7 @@ class Factor(_Frozen):
         return value
 
 
-class EnvironmentPolicy(_Frozen):
+class EnvironmentPolicy(Frozen):
     format: Literal["agentrel-environment-policy/1"] = "agentrel-environment-policy/1"
     factors: tuple[Factor, ...]
 
@@ -311,7 +308,7 @@ DEFAULT_POLICY = EnvironmentPolicy(
 # -- observation -----------------------------------------------------------------------------------------
 
 
-class Observation(_Frozen):
+class Observation(Frozen):
     factor: str
     source: SourceContract
     raw: str | None  # the text as read, before parsing
@@ -319,7 +316,7 @@ class Observation(_Frozen):
     error: str | None = None  # why it could not be read or parsed
 
 
-class ExecutionEnvironment(_Frozen):
+class ExecutionEnvironment(Frozen):
     format: Literal["agentrel-execution-environment/1"] = "agentrel-execution-environment/1"
     policy_hash: str  # the environment policy it was observed under
     observations: tuple[Observation, ...]

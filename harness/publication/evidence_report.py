@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.publication.cells import Cell, cell_id
 from agentrel.harness.publication.eligibility import EligibilityProof, StratumCoverage
 from agentrel.harness.publication.evidence import RecordFacts
@@ -24,11 +25,7 @@ from agentrel.harness.publication.reasons import meaning
 __all__ = ["ArtifactRefs", "IncompleteEvidenceReport"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CellRef(_Frozen):
+class CellRef(Frozen):
     cell_id: str
     model: str
     task: str
@@ -38,7 +35,7 @@ class CellRef(_Frozen):
     run_index: int
 
 
-class RunRef(_Frozen):
+class RunRef(Frozen):
     run_id: str
     attempt: int
     status: str
@@ -50,29 +47,29 @@ class RunRef(_Frozen):
     note: str | None = None
 
 
-class AttemptRef(_Frozen):
+class AttemptRef(Frozen):
     attempt: int
     status: str
 
 
-class AttemptHistory(_Frozen):
+class AttemptHistory(Frozen):
     run_id: str
     decisive_attempt: int
     attempts: tuple[AttemptRef, ...]
 
 
-class UnwitnessedFault(_Frozen):
+class UnwitnessedFault(Frozen):
     cell: CellRef
     why: str
 
 
-class ReasonEntry(_Frozen):
+class ReasonEntry(Frozen):
     code: str
     meaning: str
     count: int
 
 
-class ArtifactRefs(_Frozen):
+class ArtifactRefs(Frozen):
     """Paths relative to the folder the report is in (absolute outside it); None: no such file."""
 
     results: str

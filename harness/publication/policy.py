@@ -15,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from agentrel.harness.durable import read_model
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.publication.canonical import canonical_hash
 from agentrel.harness.publication.environment import DEFAULT_POLICY, EnvironmentPolicy
 
@@ -27,11 +28,7 @@ POLICY_FILE = Path(__file__).with_name("policy.json")
 VALID = "valid"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class EligibilityRules(_Frozen):
+class EligibilityRules(Frozen):
     schema_version: Literal["agentrel-eligibility-rules/1"] = "agentrel-eligibility-rules/1"
     # Decisive statuses a registered cell may end in and still count as measured.
     measured_statuses: tuple[str, ...] = (VALID,)
@@ -49,7 +46,7 @@ class EligibilityRules(_Frozen):
         return tuple(sorted(set(value)))
 
 
-class WitnessRules(_Frozen):
+class WitnessRules(Frozen):
     schema_version: Literal["agentrel-witness-rules/1"] = "agentrel-witness-rules/1"
     # A fault-scheduled cell is witnessed when its decisive status is one of these, its record carries an
     # actuator and a witness receipt for the cell's fault id, and the verdict recomputed from the two
@@ -59,7 +56,7 @@ class WitnessRules(_Frozen):
     verdict: Literal["recomputed"] = "recomputed"
 
 
-class ScoringRules(_Frozen):
+class ScoringRules(Frozen):
     schema_version: Literal["agentrel-scoring-rules/1"] = "agentrel-scoring-rules/1"
     alpha: float = Field(default=0.05, gt=0, lt=1)
     interval: Literal["clopper-pearson"] = "clopper-pearson"
@@ -72,7 +69,7 @@ class ScoringRules(_Frozen):
     axes_seed: int = 0
 
 
-class ComparisonRules(_Frozen):
+class ComparisonRules(Frozen):
     schema_version: Literal["agentrel-comparison-rules/1"] = "agentrel-comparison-rules/1"
     requires: tuple[str, ...] = (
         "publishable_scorecards",
@@ -89,14 +86,14 @@ class ComparisonRules(_Frozen):
     seed: int = 0
 
 
-class PublicationRules(_Frozen):
+class PublicationRules(Frozen):
     schema_version: Literal["agentrel-publication-rules/1"] = "agentrel-publication-rules/1"
     scorecard_files: tuple[str, ...] = ("scorecard.json", "scorecard.md", "scorecard.html")
     evidence_files: tuple[str, ...] = ("evidence_report.json", "evidence_report.md")
     register_in_registry: bool = True
 
 
-class Policy(_Frozen):
+class Policy(Frozen):
     format: Literal["agentrel-policy/1"] = "agentrel-policy/1"
     eligibility: EligibilityRules = EligibilityRules()
     witness: WitnessRules = WitnessRules()

@@ -26,10 +26,11 @@ from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from agentrel.analysis.faults import FaultReport
 from agentrel.analysis.intervals import clopper_pearson
+from agentrel.harness.frozen import Frozen
 from agentrel.harness.publication.canonical import canonical_hash, model_bytes, sha256_hex
 from agentrel.harness.publication.cells import NO_FAULT, fault_kinds
 from agentrel.harness.publication.eligibility import EligibilityProof
@@ -43,11 +44,7 @@ from agentrel.harness.publication.signing import PUBLIC_PATTERN, SIG_PATTERN, Si
 __all__ = ["AxisValue", "PairedOutcome", "Proportion", "PublishableScorecard", "RunKey", "Subject"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Proportion(_Frozen):
+class Proportion(Frozen):
     x: int
     n: int
     estimate: float
@@ -55,14 +52,14 @@ class Proportion(_Frozen):
     ci_high: float
 
 
-class GroupRates(_Frozen):
+class GroupRates(Frozen):
     model: str
     condition: str
     damage: Proportion
     completion: Proportion
 
 
-class CellRates(_Frozen):
+class CellRates(Frozen):
     model: str
     task: str
     condition: str
@@ -72,14 +69,14 @@ class CellRates(_Frozen):
     completion: Proportion
 
 
-class RunKey(_Frozen):
+class RunKey(Frozen):
     task: str
     condition: str
     fault: str | None
     run_index: int
 
 
-class PairedOutcome(_Frozen):
+class PairedOutcome(Frozen):
     model: str
     run_key: RunKey
     seed: str
@@ -88,7 +85,7 @@ class PairedOutcome(_Frozen):
     passed: bool
 
 
-class AxisValue(_Frozen):
+class AxisValue(Frozen):
     """One row of analysis.axes_table.operational_axes (NaN and NA as None)."""
 
     model: str
@@ -103,7 +100,7 @@ class AxisValue(_Frozen):
     ci_method: str
 
 
-class Subject(_Frozen):
+class Subject(Frozen):
     name: str
     kind: str | None
     config_hash: str  # RFC 8785 SHA-256 of this agent's config from the manifest
