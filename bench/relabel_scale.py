@@ -7,7 +7,8 @@ state share one file). `rederive` then labels each decisive run again.
 
 Side by side in the same run:
   relabel_seconds   `rederive` over the 10,000 runs, as stored (states labelled once each, in parallel);
-  label_ms          one label of one run from its two dumps, with nothing shared (the median of the 72);
+  label_ms          one run labelled from its dumps as `rederive` does it, the template already read (the
+                    median of the 72): reading the after-state's delta, rebuilding it, labelling;
   worst_seconds     what 10,000 runs would take if every run had left a state of its own:
                     10,000 x label_ms / workers (the cost a model that never repeats itself could reach).
 
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentrel.dsl.api import RunFacts, label, load_spec  # noqa: E402
+from agentrel.dsl.state import State  # noqa: E402
 from agentrel.harness.audit import audit  # noqa: E402
 from agentrel.harness.publication.rederive import rederive  # noqa: E402
 from agentrel.harness.results.directory import ResultsDir  # noqa: E402
@@ -79,15 +81,18 @@ def main() -> None:
 
 
 def _label_each(rd: ResultsDir, runs: list, manifest: dict) -> float:  # type: ignore[type-arg]
-    """The median time of one label with nothing cached: load both dumps, label."""
-    specs = {t.id: t.spec_path for t in load_suite()}
+    """The median time of one run's label with its template read: read the after-state, label."""
+    specs = {t.id: load_spec(t.spec_path) for t in load_suite()}
     params = {t["id"]: t.get("params") or {} for t in manifest["tasks"]}
+    bases: dict[str, State] = {}
+    for rec in runs:
+        rd.load_dump(rec.before_digest, bases)
     times = []
     for rec in runs:
         t0 = time.perf_counter()
-        before, after = rd.load_dump(rec.before_digest), rd.load_dump(rec.after_digest)
+        before, after = rd.load_dump(rec.before_digest, bases), rd.load_dump(rec.after_digest, bases)
         facts = RunFacts(final_message=rec.final_message, errored=rec.error is not None, stalled=rec.stalled)
-        label(load_spec(specs[rec.task]), params[rec.task], before, after, facts)
+        label(specs[rec.task], params[rec.task], before, after, facts)
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
 

@@ -206,12 +206,20 @@ def load_delta(path: Path, base: State) -> State:
     if header["base"] != base.digest():
         raise DumpFormatError(f"{path}:1: delta is against {header['base'][:12]}, not this base")
     infos = base.schema()
-    state = State({n: TableState(t.info, dict(t.rows)) for n, t in base.tables.items()})
+    # Copy on write: a table the delta never touches is the base's own object, rows and cached content
+    # hash included, so rebuilding (and digesting) costs only the changed tables. Loaded states are read,
+    # never changed in place.
+    state = State(dict(base.tables))
+    copied: set[str] = set()
     seen: dict[tuple[str, Key], int] = {}
     for lineno, line in enumerate(lines[1:], start=2):
         try:
             name, key, row = _row(line, infos, deletion_ok=True)
             _first_time(seen, name, key, lineno)
+            if name not in copied:
+                old = base.tables[name]
+                state.tables[name] = TableState(old.info, dict(old.rows))
+                copied.add(name)
             rows = state.tables[name].rows
             if row is not None:
                 rows[key] = row

@@ -73,13 +73,15 @@ def canonical(manifest: dict[str, Any]) -> bytes:
     return rfc8785.dumps(manifest)
 
 
-def protocol_hash(manifest: dict[str, Any]) -> str:
+def manifest_hash(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the manifest's canonical JSON: the matrix as resolved. Not the protocol hash records
+    carry, which also binds the policy, the evaluator and the witness contracts (publication.identity)."""
     return hashlib.sha256(canonical(manifest)).hexdigest()
 
 
 def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
     """Write the manifest of a new results directory, or refuse one whose protocol differs."""
-    digest = protocol_hash(manifest)
+    digest = manifest_hash(manifest)
     if path.exists():
         try:
             old = json.loads(path.read_bytes())
@@ -89,7 +91,7 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
             raise UserError(
                 f"{path}: not a manifest (a JSON object); move the results directory away or restore the file"
             )
-        old_hash = protocol_hash(old)
+        old_hash = manifest_hash(old)
         if old_hash != digest:
             from agentrel.harness.publication.identity import (
                 refusal_message,  # it imports the evaluator's code
@@ -97,8 +99,8 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
 
             why = refusal_message(old, manifest) or "the manifests differ"
             raise UsageError(
-                f"{path.parent}: protocol hash {old_hash[:12]} differs from this matrix's {digest[:12]} "
-                f"({why}); use another --results directory"
+                f"{path.parent}: the manifest it was planned with (hash {old_hash[:12]}) differs from this "
+                f"matrix's ({digest[:12]}): {why}; use another --results directory"
             )
         return digest
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrel.dsl.api import RunFacts, Spec, label, load_spec
+from agentrel.dsl.state import State
 from agentrel.harness.faults.receipts import verdict as receipt_verdict
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
@@ -162,7 +163,11 @@ def _label_chunk(
     results: Path, params: Mapping[str, Mapping[str, Any]], jobs: Sequence[Job]
 ) -> list[dict[str, Any] | str]:
     rd = ResultsDir(results)
-    dumps = functools.lru_cache(maxsize=64)(rd.load_dump)
+    bases: dict[str, State] = {}  # the templates, read once per worker; each after-state is read once
+
+    def dumps(digest: str) -> State:
+        return rd.load_dump(digest, bases)
+
     out: list[dict[str, Any] | str] = []
     for task, goal, before, after, final_message, errored, stalled in jobs:
         try:

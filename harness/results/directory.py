@@ -256,14 +256,21 @@ class ResultsDir:
             ) from None
         return digest
 
-    def load_dump(self, digest: str) -> State:
-        """The full state of a stored dump, rebuilt from its delta when needed, checked by digest."""
+    def load_dump(self, digest: str, bases: dict[str, State] | None = None) -> State:
+        """The full state of a stored dump, rebuilt from its delta when needed, checked by digest.
+
+        `bases` keeps the full dumps read on the way (the task templates every delta is against), so a
+        caller reading many runs' states reads each template once."""
         full, delta = self._dump_files(digest)
         if full.exists():
-            return load(full)
+            if bases is None:
+                return load(full)
+            if digest not in bases:
+                bases[digest] = load(full)
+            return bases[digest]
         with gzip.open(delta, "rt", encoding="utf-8") as fh:
             base_digest = json.loads(fh.readline())["base"]
-        return load_delta(delta, self.load_dump(base_digest))
+        return load_delta(delta, self.load_dump(base_digest, bases))
 
     def transcript_path(self, rid: str, attempt: int) -> Path:
         return self.transcripts / (f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json")

@@ -59,7 +59,7 @@ def test_until_detect_stops_detected_cells_and_certifies_the_rest(sandbox, tmp_p
     again = run(sandbox, tmp_path / "r")
     assert again.new == [] and len(ResultsDir(tmp_path / "r").records()) == 5
     # Another rule is another protocol: refused, as for any protocol change.
-    with pytest.raises(UsageError, match="protocol hash"):
+    with pytest.raises(UsageError, match="the manifest it was planned with"):
         run(sandbox, tmp_path / "r", StoppingRule.parse("detect", 0.4, 0.9, "union", None))
 
 

@@ -46,7 +46,7 @@ def test_a_real_audit_planned_frozen_run_and_published(sandbox, tmp_path):
     # Every run recorded after the freeze is stamped with it by the runner.
     assert {r["frozen_by"] for r in records} == {freeze_digest(load_freeze(results))}
     # An audit whose matrix differs from the frozen one is refused before it runs anything.
-    with pytest.raises(UsageError, match="protocol hash"):
+    with pytest.raises(UsageError, match="the manifest it was planned with"):
         audit(**{**kw, "k": 2})
     assert len(runs.read_text().splitlines()) == 2
 
