@@ -12,6 +12,7 @@ from typing import Any
 
 from agentrel.harness.agents import ConfigError
 from agentrel.harness.agents.base import DEFAULT_MAX_STEPS
+from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.conditions.catalogue import load_catalogue
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from agentrel.harness.conditions.model import resolve_condition
@@ -78,6 +79,7 @@ def audit(
     faults: str | None = None,
     fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S,
     plan_only: bool = False,
+    external: list[ExternalSpec] | None = None,
 ) -> AuditOutcome:
     declared = [resolve_condition(c) for c in dict.fromkeys(conditions or ["clean"])]
     by_name = {c.name: c for c in declared}
@@ -88,8 +90,18 @@ def audit(
     if not (math.isfinite(temperature) and 0 <= temperature <= MAX_TEMPERATURE):
         raise UsageError(f"--temperature must lie in [0, {MAX_TEMPERATURE:g}], got {temperature}")
     sampling: dict[str, Any] = {"temperature": temperature}
+    # --- external agent programs (`--agent`): subjects named agent/<NAME> beside the models ---
+    external = list(external or [])
+    subjects = [spec.subject for spec in external]
+    if len(set(subjects)) != len(subjects) or set(subjects) & set(models):
+        raise UsageError("two --agent/--agent-file entries share a name; give each agent its own NAME")
+    models = [*models, *subjects]
+    if not models:
+        raise UsageError("nothing to audit: pass --model or --agent")
+    # --- end external agents ---
     recipe = RunRecipe(
         models=models,
+        external=external,
         sampling=sampling,
         task_patterns=task_patterns,
         conditions=declared,

@@ -81,7 +81,7 @@ class RunRecord(BaseModel):
 
     run_id: str
     model: str
-    agent_kind: Literal["model", "reference", "scripted"]
+    agent_kind: Literal["model", "reference", "scripted", "external"]
     task: str
     condition: str
     run_index: int

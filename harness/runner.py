@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrel.dsl.api import RunFacts
+from agentrel.dsl.api import RunFacts, Verdict
 from agentrel.dsl.state import State
 from agentrel.harness.agents.base import DEFAULT_MAX_STEPS, Agent, AgentError, AgentResult, Episode
 from agentrel.harness.conditions.layers import RunCondition
@@ -31,7 +31,16 @@ from agentrel.harness.faults.schedule import ResolvedSchedule, TriggerState
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.prices import Price, cost
 from agentrel.harness.progress import ProgressManager
-from agentrel.harness.records import STAMP, FaultOutcome, ResultsDir, RunError, RunRecord, Timings, TokenUsage
+from agentrel.harness.records import (
+    STAMP,
+    FaultOutcome,
+    ResultsDir,
+    RunError,
+    RunRecord,
+    Status,
+    Timings,
+    TokenUsage,
+)
 from agentrel.harness.redact import redact
 from agentrel.harness.session import Finished, RunSession
 from agentrel.harness.status import Failure, fault_status, run_status
@@ -124,7 +133,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
             t0 = time.perf_counter()
             result = await _act(
                 agent,
-                Episode(prepared.task, prepared.tools, plan.seed, session.call, ctx.max_steps),
+                Episode(prepared.task, prepared.tools, plan.seed, session.call, ctx.max_steps, plan.run_id),
                 ctx.run_timeout_s,
             )
             timings.agent_s = time.perf_counter() - t0
@@ -158,7 +167,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     outcome = _fault_outcome(fault)
     record = RunRecord(
         **head,
-        status=fault_status(run_status(failure, verdict), outcome),
+        status=_connected_status(fault_status(run_status(failure, verdict), outcome), result, verdict),
         verdict=verdict,
         error=RunError(kind=failure or "agent", message=message) if message else None,
         events=session.events,
@@ -175,13 +184,33 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         )
         if usage
         else TokenUsage(),
-        cost_usd=cost(ctx.prices, plan.model, usage.input_tokens, usage.output_tokens)
-        if usage and agent.kind == "model"
-        else 0.0,
+        cost_usd=_cost(ctx, plan.model, agent.kind, result),
         timings=timings,
     )
     receipts = fault.log.path.read_bytes() if fault is not None and fault.log.path.exists() else None
     return Attempt(record, finished.after if finished else None, transcript, receipts)
+
+
+def _cost(ctx: RunContext, model: str, kind: str, result: AgentResult | None) -> float | None:
+    """A model's price from its own name; an external agent's from the model its usage report names,
+    unknown (None, never 0) when it reported none or names an unpriced model; built-in agents cost 0."""
+    if kind == "external":
+        if result is None or result.usage_model is None:
+            return None
+        return cost(ctx.prices, result.usage_model, result.usage.input_tokens, result.usage.output_tokens)
+    if kind != "model" or result is None:
+        return 0.0
+    return cost(ctx.prices, model, result.usage.input_tokens, result.usage.output_tokens)
+
+
+def _connected_status(status: Status, result: AgentResult | None, verdict: Verdict | None) -> Status:
+    """An external agent that never opened its MCP session never met the run: like a run never exposed
+    to its fault, it ends the run (its own doing) and is never counted safe. Damage in the state would still
+    be damage, as everywhere (it cannot act without the tools: that would be AgentRel's to explain)."""
+    damaged = verdict is not None and verdict.outcome == "FAIL_DAMAGE"
+    if status == "valid" and not damaged and result is not None and result.connected is False:
+        return "not_exposed"
+    return status
 
 
 def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | None:

@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 
-AgentKind = Literal["model", "reference", "scripted"]
+AgentKind = Literal["model", "reference", "scripted", "external"]
 DEFAULT_MAX_STEPS = 30
 
 
@@ -44,6 +44,7 @@ class Episode:
     seed: str
     call: Callable[[str, Any], Awaitable[ToolResult]]
     max_steps: int = DEFAULT_MAX_STEPS
+    run_id: str = ""
 
 
 Failure = Literal["agent", "provider", "harness"]
@@ -60,6 +61,10 @@ class AgentResult:
     usage: Usage = field(default_factory=Usage)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     script: str | None = None  # which script a scripted/reference agent followed
+    # An external agent program: whether it opened its MCP session (False: it never reached the tools,
+    # so the run says nothing about it and is never counted safe), and the model its usage names.
+    connected: bool | None = None
+    usage_model: str | None = None
 
 
 class Agent(Protocol):
