@@ -160,5 +160,31 @@ def serve(
         anyio.run(serve_mcp, sb, prepared, opts, _log, report, _leave, layers, seed)
 
 
+@app.command("stdio-proxy")
+def stdio_proxy(
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url", envvar="AGENTREL_MCP_URL", help="The run's MCP endpoint (default: the env var)."
+        ),
+    ] = None,
+) -> None:
+    """Bridge stdio to the run's MCP endpoint (AGENTREL_MCP_URL, bearer AGENTREL_MCP_TOKEN), for an agent
+    that starts its MCP server itself: configure it to run `agentrel mcp stdio-proxy`."""
+    if not url:
+        raise UsageError(
+            "stdio-proxy needs the run's endpoint: set AGENTREL_MCP_URL (AgentRel sets it per run)"
+        )
+    import anyio
+
+    from agentrel.harness.mcp_proxy import stdio_proxy as relay
+
+    try:
+        anyio.run(relay, url, os.environ.get("AGENTREL_MCP_TOKEN") or None)
+    except Exception as exc:
+        _leave(exc)
+    _leave(None)  # the SDK's stdin reader thread may still block: leave without waiting for it
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="mcp")

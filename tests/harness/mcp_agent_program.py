@@ -5,6 +5,7 @@
 PLAN.json: {"steps": [[tool, args], ...]}. It reads only the AGENTREL_* contract from its environment.
 MODE:
   plan           make the plan's calls in order, then report usage and exit 0
+  stdio          the same through `agentrel mcp stdio-proxy`, spawned as its stdio MCP server
   plan-then-crash  make the first call, then exit 3 (its own crash after acting)
   unknown-tool   call a tool the task does not have, then the plan
   hang           never connect; sleep until killed (its budget passes)
@@ -21,21 +22,39 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 
-async def act(steps: list[list[object]], mode: str) -> None:
+@asynccontextmanager
+async def connect(mode: str) -> AsyncIterator[ClientSession]:
+    if mode == "stdio":  # the agent spawns its MCP server itself: AgentRel's stdio proxy
+        proxy = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "agentrel.harness.cli", "mcp", "stdio-proxy"],
+            env=dict(os.environ),
+        )
+        async with stdio_client(proxy) as (read, write), ClientSession(read, write) as session:
+            yield session
+        return
     headers = {"Authorization": f"Bearer {os.environ['AGENTREL_MCP_TOKEN']}"}
     async with (
         create_mcp_http_client(headers=headers) as http,
         streamable_http_client(os.environ["AGENTREL_MCP_URL"], http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
+        yield session
+
+
+async def act(steps: list[list[object]], mode: str) -> None:
+    async with connect(mode) as session:
         await session.initialize()
         await session.list_tools()
         if mode == "flood":

@@ -101,6 +101,14 @@ def test_oracle_and_counterexample_programs_get_the_scripted_agents_verdicts(san
     assert ext.verdict == scripted.verdict
 
 
+def test_an_agent_that_spawns_its_server_reaches_the_run_through_stdio_proxy(sandbox, tmp_path, task):
+    oracle = plan_file(tmp_path, task.oracle.steps)
+    (r,) = run_external(sandbox, tmp_path, "stdio", [sys.executable, str(PROGRAM), str(oracle), "stdio"])
+    assert r.status == "valid" and r.error is None, r.error
+    assert r.verdict.outcome == "PASS"
+    assert [c["tool"] for c in r.tool_calls] == [s.tool for s in task.oracle.steps]
+
+
 def test_its_own_crash_is_a_valid_run_judged_by_the_state_it_left(sandbox, tmp_path, task):
     refund_first = [s for s in task.oracle.steps if s.tool == "issue_refund"]
     records = run_external(
