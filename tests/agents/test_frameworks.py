@@ -20,9 +20,6 @@ from agentrel.harness.records import ResultsDir, RunRecord
 from agentrel.harness.tasks import load_suite
 from tests.agents.scripted_model import Recovery, ScriptedModel
 
-pytest.importorskip("agents", reason="make test-agents installs the agents extra")  # its own target
-pytest.importorskip("pydantic_ai", reason="make test-agents installs the agents extra")
-
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "agents"
 TASK = "csm-double-charge"
