@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrel.harness.agents import ConfigError
-from agentrel.harness.agents.base import DEFAULT_MAX_STEPS
+from agentrel.harness.agents.base import DEFAULT_MAX_STEPS, Agent
 from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.conditions.catalogue import load_catalogue
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
@@ -80,7 +80,12 @@ def audit(
     fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S,
     plan_only: bool = False,
     external: list[ExternalSpec] | None = None,
+    session: Agent | None = None,
+    limit: int | None = None,
 ) -> AuditOutcome:
+    """`external`: agent programs (`--agent`); `session`: a person's MCP session recorded as a subject
+    (`mcp serve --results`, this process's executor only); `limit`: attempt at most this many pending
+    runs in this invocation (a session records one run at a time)."""
     declared = [resolve_condition(c) for c in dict.fromkeys(conditions or ["clean"])]
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
@@ -96,7 +101,9 @@ def audit(
     if len(set(subjects)) != len(subjects) or set(subjects) & set(models):
         raise UsageError("two --agent/--agent-file entries share a name; give each agent its own NAME")
     models = [*models, *subjects]
-    if not models:
+    if session is not None and session.name in models:
+        raise UsageError(f"{session.name} is also named by --model or --agent")
+    if not models and session is None:
         raise UsageError("nothing to audit: pass --model or --agent")
     # --- end external agents ---
     recipe = RunRecipe(
@@ -109,6 +116,8 @@ def audit(
         max_steps=max_steps,
     )
     agents = resolve_agents(recipe)
+    if session is not None:  # not in the recipe: it cannot be rebuilt elsewhere, only served here
+        agents[session.name] = session
     for agent in agents.values():
         preflight = getattr(agent, "preflight", None)
         if preflight is not None:
@@ -199,6 +208,9 @@ def audit(
             say(f"{len(lost)} recorded run(s) lost their evidence and run again (first: {first}: {why})")
         finished = rd.finished(max_attempts, attempts) - lost.keys()
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
+        skipped = len(plans) - len(pending)
+        if limit is not None:
+            pending = pending[:limit]
         frozen_by = freeze_digest(freeze) if freeze is not None else None
         recipe = recipe.model_copy(update={"protocol_hash": protocol, "frozen_by": frozen_by})
         ctx = build_context(
@@ -210,7 +222,7 @@ def audit(
             receipts=rd.receipts,
             catalogue=catalogue,
         )
-        with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
+        with ProgressManager(len(plans), skipped, enabled=show_progress) as progress:
             bases = {tid: p.before for tid, p in prepared.items()}
             new: list[RunRecord] = []
             if pending:
@@ -222,4 +234,4 @@ def audit(
             rate = progress.runs_per_second
     finally:
         rd.close()
-    return AuditOutcome(rd, protocol, len(plans), len(plans) - len(pending), new, rate, lost)
+    return AuditOutcome(rd, protocol, len(plans), skipped, new, rate, lost)

@@ -45,9 +45,19 @@ class EpisodeFace:
         tools: Mapping[str, Tool],
         call: Callable[[str, Any], Awaitable[ToolResult]],
         log: Log | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        fresh_token: bool = True,
+        allowed_hosts: tuple[str, ...] = (),
     ) -> None:
-        self.token = secrets.token_urlsafe(32)
-        self._app = http_app(tool_server(task, tools, call, None, log), host="127.0.0.1", token=self.token)
+        """`token`: the bearer to require; without one, a fresh one (an agent program's run) unless
+        `fresh_token` is off (a person's session on loopback, as `mcp serve` allows)."""
+        self.token = token or (secrets.token_urlsafe(32) if fresh_token else None)
+        self.host, self.port = host, port
+        server = tool_server(task, tools, call, None, log)
+        self._app = http_app(server, host=host, extra_hosts=allowed_hosts, token=self.token)
         self.url = ""
         self._web: _QuietServer | None = None
         self._serving: asyncio.Task[None] | None = None
@@ -63,7 +73,7 @@ class EpisodeFace:
         return self._serving is not None and self._serving.done() and not self._stopping
 
     async def __aenter__(self) -> EpisodeFace:
-        sock = listen("127.0.0.1", 0)
+        sock = listen(self.host, self.port)
         self.url = url_of(sock)
         config = uvicorn.Config(
             self._app,

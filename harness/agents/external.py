@@ -216,6 +216,7 @@ class ExternalAgent:
         with tempfile.TemporaryDirectory(prefix="agentrel-agent-") as tmp:
             face = EpisodeFace(task, episode.tools, episode.call)
             async with face:
+                assert face.token is not None
                 env, usage_file = self.environment(
                     Path(tmp), face.url, face.token, task.system_prompt, task.user_prompt, episode.run_id
                 )
@@ -225,7 +226,7 @@ class ExternalAgent:
                     self.spec.timeout_s,
                     cwd=Path(self.spec.cwd) if self.spec.cwd else None,
                 )
-            return self.result(end, face.connected, face.died, usage_file, face.token)
+            return self.result(end, face.connected, face.died, usage_file, face.token or "")
 
     def environment(
         self, tmp: Path, url: str, token: str, system: str, user: str, run_id: str

@@ -40,6 +40,7 @@ async def probe(agent: ExternalAgent, window_s: float) -> str | None:
     with tempfile.TemporaryDirectory(prefix="agentrel-probe-") as tmp:
         face = EpisodeFace(task, tools, refuse)
         async with face:
+            assert face.token is not None  # a fresh one: fresh_token is on
             env, _ = agent.environment(
                 Path(tmp), face.url, face.token, PROBE_PROMPT, PROBE_PROMPT, PROBE_RUN_ID
             )
