@@ -262,3 +262,22 @@ def test_bad_agents_through_the_cli_exit_before_any_run(sandbox, tmp_path):
         assert done.returncode == code, (args, done.stderr)
         assert len(lines) == 1 and message in lines[0], (args, done.stderr)
         assert not (results / "runs.jsonl").exists()
+
+
+def test_who_failed_decides_the_status(tmp_path):
+    """AgentRel's MCP server dying is harness_invalid (attempted again); the agent's own exit is valid."""
+    from agentrel.harness.agents.external import ExternalAgent
+    from agentrel.harness.agents.process import Bounded, ProcessEnd
+    from agentrel.harness.status import run_status
+
+    agent = ExternalAgent(ExternalSpec(name="x", command=[sys.executable]))
+    usage = tmp_path / "usage.json"
+    ended = ProcessEnd(returncode=1, timed_out=False, elapsed_s=0.1, stdout=Bounded(), stderr=Bounded())
+    died = agent.result(ended, connected=True, died=True, usage_file=usage, token="t0ken-secret")
+    assert died.failure == "harness" and run_status(died.failure, None) == "harness_invalid"
+    own = agent.result(ended, connected=True, died=False, usage_file=usage, token="t0ken-secret")
+    assert own.failure == "agent" and "exited with code 1" in own.error
+    # A usage file that is not the documented form leaves the cost unknown, and says why.
+    usage.write_text('{"input_tokens": "many"}')
+    unread = agent.result(ended, connected=True, died=False, usage_file=usage, token="t0ken-secret")
+    assert unread.usage_model is None and unread.transcript[-1]["usage"].startswith("unreadable")
