@@ -109,10 +109,15 @@ class EpisodeFace:
         if self._web is None or self._serving is None:
             return
         self._web.should_exit = True
-        try:
-            await asyncio.wait_for(asyncio.shield(self._serving), STOP_GRACE_S + 5)
-        except (TimeoutError, asyncio.CancelledError):
-            self._web.force_exit = True
-            self._serving.cancel()
-        except Exception:
-            pass  # it failed while stopping: the run's evidence is its session's, not the server's
+        # A connection still open (a client that outlived the agent) can hold a graceful stop: then force
+        # it, and only as a last resort cancel the server task.
+        for force in (False, True):
+            self._web.force_exit = force
+            try:
+                await asyncio.wait_for(asyncio.shield(self._serving), STOP_GRACE_S + 2)
+                return
+            except TimeoutError:
+                continue
+            except Exception:
+                return  # it failed while stopping: the run's evidence is its session's, not the server's
+        self._serving.cancel()

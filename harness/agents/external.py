@@ -225,6 +225,7 @@ class ExternalAgent:
                     env,
                     self.spec.timeout_s,
                     cwd=Path(self.spec.cwd) if self.spec.cwd else None,
+                    marker=f"AGENTREL_MCP_TOKEN={face.token}",
                 )
             return self.result(end, face.connected, face.died, usage_file, face.token or "")
 

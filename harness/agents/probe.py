@@ -45,7 +45,14 @@ async def probe(agent: ExternalAgent, window_s: float) -> str | None:
                 Path(tmp), face.url, face.token, PROBE_PROMPT, PROBE_PROMPT, PROBE_RUN_ID
             )
             cwd = Path(agent.spec.cwd) if agent.spec.cwd else None
-            end = await run_process(agent.argv(env), env, window_s, cwd=cwd, stop_when=lambda: face.connected)
+            end = await run_process(
+                agent.argv(env),
+                env,
+                window_s,
+                cwd=cwd,
+                stop_when=lambda: face.connected,
+                marker=f"AGENTREL_MCP_TOKEN={face.token}",
+            )
         if face.connected or end.timed_out:
             return None
         if end.spawn_error is not None:

@@ -23,6 +23,7 @@ TAIL_BYTES = 16 * 1024
 CHUNK = 64 * 1024
 TERM_GRACE_S = 2.0  # SIGTERM first, SIGKILL after this
 DRAIN_S = 2.0  # how long the pipes may stay open once the group is gone
+POLL_S = 0.01  # how often the exit status is looked at
 
 
 @dataclass
@@ -73,9 +74,12 @@ async def run_process(
     *,
     cwd: Path | None = None,
     stop_when: Callable[[], bool] | None = None,
+    marker: str | None = None,
 ) -> ProcessEnd:
     """Run `argv` to its end or its budget; `stop_when` (polled) ends it early, e.g. once a probe has
-    seen what it needed."""
+    seen what it needed. `marker` ("NAME=value", unique to this run, in `env`): at the end, every process
+    still carrying it in its environment is killed too, for what left the process group (an MCP client
+    library starts its stdio server in a session of its own, which would keep the run's connection open)."""
     out, err = Bounded(), Bounded()
     t0 = time.perf_counter()
     try:
@@ -103,8 +107,10 @@ async def run_process(
             await _terminate(proc)
     finally:
         _kill_group(proc.pid, signal.SIGKILL)  # whatever it left running (a server it spawned, a child)
-        if proc.returncode is None:
-            await _uncancelled_wait(proc)
+        if marker is not None:
+            kill_marked(marker)
+        # Reaped by now or soon (SIGKILL); the pipes may stay open in what escaped both kills: bounded.
+        await _uncancelled_wait(proc, DRAIN_S)
         _, pending = await asyncio.wait(readers, timeout=DRAIN_S)
         for reader in pending:
             reader.cancel()
@@ -114,37 +120,28 @@ async def run_process(
 async def _wait(
     proc: asyncio.subprocess.Process, timeout_s: float, stop_when: Callable[[], bool] | None
 ) -> bool:
-    """True when it exited by itself within the budget (or `stop_when` held)."""
-    if stop_when is None:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout_s)
-            return True
-        except TimeoutError:
-            return False
+    """True when it exited by itself within the budget (or `stop_when` held). Polls the exit status:
+    asyncio's `wait()` also waits for the pipes to close, which a child that outlives the agent holds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
-    waiter = asyncio.ensure_future(proc.wait())
-    try:
-        while loop.time() < deadline:
-            done, _ = await asyncio.wait({waiter}, timeout=min(0.02, max(0.0, deadline - loop.time())))
-            if done or stop_when():
-                return True
-        return waiter.done()
-    finally:
-        if not waiter.done():
-            waiter.cancel()
+    while proc.returncode is None:
+        if stop_when is not None and stop_when():
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(POLL_S)
+    return True
 
 
 async def _terminate(proc: asyncio.subprocess.Process) -> None:
     _kill_group(proc.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(proc.wait(), TERM_GRACE_S)
-    except TimeoutError:
+    if not await _wait(proc, TERM_GRACE_S, None):
         _kill_group(proc.pid, signal.SIGKILL)
 
 
-async def _uncancelled_wait(proc: asyncio.subprocess.Process) -> None:
-    task = asyncio.ensure_future(proc.wait())
+async def _uncancelled_wait(proc: asyncio.subprocess.Process, bound_s: float) -> None:
+    """Wait (a bounded time) for the killed process to be reaped, even if the caller is cancelled."""
+    task = asyncio.ensure_future(_wait(proc, bound_s, None))
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:
@@ -160,3 +157,25 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
 async def _drain(stream: asyncio.StreamReader, into: Bounded) -> None:
     while chunk := await stream.read(CHUNK):
         into.add(chunk)
+
+
+def kill_marked(marker: str) -> list[int]:
+    """SIGKILL every process (of this user) whose environment holds `marker` exactly; Linux /proc only.
+    The marker is a per-run secret, so no other process can carry it by chance."""
+    needle = marker.encode() + b"\0"
+    me, killed = os.getpid(), list[int]()
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return killed
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or another user's
+        if environ.startswith(needle) or b"\0" + needle in environ:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed

@@ -11,6 +11,7 @@ MODE:
   hang           never connect; sleep until killed (its budget passes)
   hang-after-connect  connect, then sleep past its budget while its child also sleeps
   flood          connect, then write many megabytes to stdout
+  escape         connect, start a child in its own session (out of the group), then the plan
   exit-at-once   exit 1 at once, saying why on stderr
   env            write what it was given (argv, AGENTREL_* names, prompt bytes) to the file in argv[3]
 """
@@ -69,6 +70,14 @@ async def act(steps: list[list[object]], mode: str) -> None:
             if os.environ["AGENTREL_RUN_ID"] != "probe":
                 Path(sys.argv[3]).write_text(str(child.pid))
             time.sleep(600)
+        if mode == "escape":
+            # A child in a session of its own (as MCP client libraries start stdio servers), out of the
+            # agent's process group, holding the run's environment.
+            child = subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+            )
+            if os.environ["AGENTREL_RUN_ID"] != "probe":
+                Path(sys.argv[3]).write_text(str(child.pid))
         if mode == "unknown-tool":
             await session.call_tool("drop_all_tables", {})
         for i, (tool, args) in enumerate(steps):

@@ -169,6 +169,20 @@ def test_the_budget_kills_the_whole_process_group(sandbox, tmp_path):
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
+def test_a_child_that_left_the_process_group_is_killed_too(sandbox, tmp_path):
+    child_pid = tmp_path / "child.pid"
+    records = run_external(
+        sandbox,
+        tmp_path,
+        "escape",
+        [sys.executable, str(PROGRAM), str(plan_file(tmp_path, [])), "escape", str(child_pid)],
+    )
+    (r,) = records
+    assert r.status == "valid" and r.error is None, r.error
+    pid = int(child_pid.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
 def test_output_is_bounded(sandbox, tmp_path):
     records = run_external(
         sandbox, tmp_path, "flood", [sys.executable, str(PROGRAM), str(plan_file(tmp_path, [])), "flood"]
