@@ -24,7 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "agents"
 TASK = "csm-double-charge"
 FRAMEWORKS = {"sdk": "openai_agents_agent.py", "pai": "pydantic_ai_agent.py"}
-LOST = "name: lost-first-write\nfaults:\n  - {id: lost, kind: lost_response, trigger: {when: first_irreversible_call}}\n"
+LOST = """\
+name: lost-first-write
+faults:
+  - {id: lost, kind: lost_response, trigger: {when: first_irreversible_call}}
+"""
 
 
 @pytest.fixture(scope="module")
