@@ -58,6 +58,14 @@ test-inspect: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[inspect]'
 	$(BIN)/python -m pytest tests/inspect
 
+# Third-party agent frameworks (OpenAI Agents SDK, Pydantic AI) audited as agent programs through
+# `audit --agent`, their model a loopback scripted server (the agents extra is installed here and kept
+# out of `make test` by the --ignore in pyproject's addopts).
+.PHONY: test-agents
+test-agents: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[agents]'
+	$(BIN)/python -m pytest -p no:xdist tests/agents
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

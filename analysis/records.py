@@ -30,10 +30,10 @@ Irreversibility = Annotated[
         strip_whitespace=True, to_lower=True, pattern=r"(?i)^(substrate|governance|reversible)$"
     ),
 ]
-AgentKind = Literal["model", "reference", "scripted"]
+AgentKind = Literal["model", "reference", "scripted", "external"]
 SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
 IRREVERSIBILITY: tuple[str, ...] = ("substrate", "governance", "reversible")
-AGENT_KINDS: tuple[str, ...] = ("model", "reference", "scripted")
+AGENT_KINDS: tuple[str, ...] = ("model", "reference", "scripted", "external")
 
 
 class _Tolerant(BaseModel):

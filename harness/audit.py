@@ -12,6 +12,8 @@ from typing import Any
 
 from agentrel.harness import defaults
 from agentrel.harness.agents import ConfigError
+from agentrel.harness.agents.base import Agent
+from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.batch import run_matrix
 from agentrel.harness.conditions.catalogue import load_catalogue
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
@@ -81,7 +83,13 @@ def audit(
     fault_timeout_s: float = defaults.FAULT_TIMEOUT_S,
     plan_only: bool = False,
     stopping: StoppingRule | None = None,
+    external: list[ExternalSpec] | None = None,
+    session: Agent | None = None,
+    limit: int | None = None,
 ) -> AuditOutcome:
+    """`external`: agent programs (`--agent`); `session`: a person's MCP session recorded as a subject
+    (`mcp serve --results`, this process's executor only); `limit`: attempt at most this many pending
+    runs in this invocation (a session records one run at a time)."""
     declared = [resolve_condition(c) for c in dict.fromkeys(conditions or [defaults.CONDITION])]
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
@@ -91,8 +99,20 @@ def audit(
     if not (math.isfinite(temperature) and 0 <= temperature <= MAX_TEMPERATURE):
         raise UsageError(f"--temperature must lie in [0, {MAX_TEMPERATURE:g}], got {temperature}")
     sampling: dict[str, Any] = {"temperature": temperature}
+    # --- external agent programs (`--agent`): subjects named agent/<NAME> beside the models ---
+    external = list(external or [])
+    subjects = [spec.subject for spec in external]
+    if len(set(subjects)) != len(subjects) or set(subjects) & set(models):
+        raise UsageError("two --agent/--agent-file entries share a name; give each agent its own NAME")
+    models = [*models, *subjects]
+    if session is not None and session.name in models:
+        raise UsageError(f"{session.name} is also named by --model or --agent")
+    if not models and session is None:
+        raise UsageError("nothing to audit: pass --model or --agent")
+    # --- end external agents ---
     recipe = RunRecipe(
         models=models,
+        external=external,
         sampling=sampling,
         task_patterns=task_patterns,
         conditions=declared,
@@ -100,6 +120,8 @@ def audit(
         max_steps=max_steps,
     )
     agents = resolve_agents(recipe)
+    if session is not None:  # not in the recipe: it cannot be rebuilt elsewhere, only served here
+        agents[session.name] = session
     for agent in agents.values():
         preflight = getattr(agent, "preflight", None)
         if preflight is not None:
@@ -206,6 +228,9 @@ def audit(
             )
         finished = rd.finished(max_attempts, attempts)
         pending = [(p, len(attempts.get(p.run_id, [])) + 1) for p in plans if p.run_id not in finished]
+        skipped = len(plans) - len(pending)
+        if limit is not None:
+            pending = pending[:limit]
         gate = None
         if stopping is not None:  # resume: the cells' counts so far decide what still runs
             gate = CellGate(stopping, k)
@@ -221,7 +246,7 @@ def audit(
             receipts=rd.receipts,
             catalogue=catalogue,
         )
-        with ProgressManager(len(plans), len(plans) - len(pending), enabled=show_progress) as progress:
+        with ProgressManager(len(plans), skipped, enabled=show_progress) as progress:
             bases = {tid: p.before for tid, p in prepared.items()}
             new: list[RunRecord] = []
             if pending:
@@ -233,4 +258,4 @@ def audit(
             rate = progress.runs_per_second
     finally:
         rd.close()
-    return AuditOutcome(rd, protocol, len(plans), len(plans) - len(pending), new, rate, lost, gate)
+    return AuditOutcome(rd, protocol, len(plans), skipped, new, rate, lost, gate)

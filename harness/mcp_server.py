@@ -20,7 +20,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,9 @@ from agentrel.harness.errors import UsageError
 from agentrel.harness.mcp_http import allowed_hosts, http_app, is_loopback, listen, url_of
 from agentrel.harness.pipeline import Layer
 from agentrel.harness.session import RunSession, StateUnreadable
+from agentrel.harness.tasks import Task
 from agentrel.sandbox.sandbox import Sandbox, SandboxError
+from agentrel.sandbox.tools import Tool, ToolResult
 
 DEFAULT_PORT = 8765
 HTTP_GRACE_S = 3  # how long open HTTP connections may linger once a stop signal arrives
@@ -79,10 +81,21 @@ def build_server(
     session: RunSession, faults: HttpFaults | None = None, log: Log | None = None
 ) -> Server[Any]:
     """The task's tools as an MCP server; `faults` is the HTTP face that delivers the noise layer's draws."""
-    task = session.prepared.task
+    return tool_server(session.prepared.task, session.prepared.tools, session.call, faults, log)
+
+
+def tool_server(
+    task: Task,
+    tool_defs: Mapping[str, Tool],
+    call: Callable[[str, Any], Awaitable[ToolResult]],
+    faults: HttpFaults | None = None,
+    log: Log | None = None,
+) -> Server[Any]:
+    """`call` is the run's entry point (a session's, or an audit episode's): every call passes through
+    the run's pipeline, so the calls recorded there are what the agent did, whatever it logs itself."""
     tools = [
         types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
-        for t in session.prepared.tools.values()
+        for t in tool_defs.values()
     ]
 
     async def list_tools(
@@ -93,7 +106,7 @@ def build_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        result = await session.call(params.name, params.arguments or {})
+        result = await call(params.name, params.arguments or {})
         if isinstance(result, Faulted):
             if log is not None:
                 log(_fault_note(result.draw, params.name, faults))

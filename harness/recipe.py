@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from agentrel.harness import defaults
 from agentrel.harness.agents import ConfigError, resolve_agent
 from agentrel.harness.agents.base import Agent
+from agentrel.harness.agents.external import ExternalAgent, ExternalSpec
 from agentrel.harness.conditions.catalogue import Catalogue, load_catalogue
 from agentrel.harness.conditions.layers import RunCondition, for_run
 from agentrel.harness.conditions.model import Condition
@@ -39,13 +40,18 @@ class RunRecipe(BaseModel):
     schedule: ResolvedSchedule | None = None
     fault_timeout_s: float = defaults.FAULT_TIMEOUT_S
     frozen_by: str | None = None  # the digest of the protocol freeze the runs are recorded under
+    # External agent programs (`audit --agent`), by subject name `agent/<NAME>`, which `models` also lists.
+    external: list[ExternalSpec] = []
 
 
 def resolve_agents(recipe: RunRecipe) -> dict[str, Agent]:
-    agents = {}
+    agents: dict[str, Agent] = {}
+    programs = {spec.subject: spec for spec in recipe.external}
     for name in dict.fromkeys(recipe.models):
         try:
-            agents[name] = resolve_agent(name, recipe.sampling)
+            agents[name] = (
+                ExternalAgent(programs[name]) if name in programs else resolve_agent(name, recipe.sampling)
+            )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
     return agents

@@ -36,7 +36,7 @@ from agentrel.harness.prices import Price, cost
 from agentrel.harness.redact import redact
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import STAMP, FaultOutcome, RunError, RunRecord, Timings, TokenUsage
-from agentrel.harness.results.status import Failure, fault_status, run_status
+from agentrel.harness.results.status import Failure, connected_status, fault_status, run_status
 from agentrel.harness.session import Finished, RunSession
 from agentrel.sandbox.sandbox import Sandbox
 
@@ -120,7 +120,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
             t0 = time.perf_counter()
             result = await _act(
                 agent,
-                Episode(prepared.task, prepared.tools, plan.seed, session.call, ctx.max_steps),
+                Episode(prepared.task, prepared.tools, plan.seed, session.call, ctx.max_steps, plan.run_id),
                 ctx.run_timeout_s,
             )
             timings.agent_s = time.perf_counter() - t0
@@ -154,11 +154,16 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     outcome = _fault_outcome(fault, finished, prepared)
     record = RunRecord(
         **head,
-        status=fault_status(
-            run_status(failure, verdict.outcome if verdict else None),
-            outcome.fired if outcome is not None else None,
-            outcome is not None and outcome.verdict == "witnessed",
+        status=connected_status(
+            fault_status(
+                run_status(failure, verdict.outcome if verdict else None),
+                outcome.fired if outcome is not None else None,
+                outcome is not None and outcome.verdict == "witnessed",
+            ),
+            result.connected if result is not None else None,
+            verdict.outcome if verdict else None,
         ),
+        connected=result.connected if result is not None else None,
         verdict=verdict,
         error=RunError(kind=failure or "agent", message=message) if message else None,
         events=session.events,
@@ -176,13 +181,23 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         )
         if usage
         else TokenUsage(),
-        cost_usd=cost(ctx.prices, plan.model, usage.input_tokens, usage.output_tokens)
-        if usage and agent.kind == "model"
-        else 0.0,
+        cost_usd=_cost(ctx, plan.model, agent.kind, result),
         timings=timings,
     )
     receipts = fault.log.path.read_bytes() if fault is not None and fault.log.path.exists() else None
     return Attempt(record, finished.after if finished else None, transcript, receipts)
+
+
+def _cost(ctx: RunContext, model: str, kind: str, result: AgentResult | None) -> float | None:
+    """A model's price from its own name; an external agent's from the model its usage report names,
+    unknown (None, never 0) when it reported none or names an unpriced model; built-in agents cost 0."""
+    if kind == "external":
+        if result is None or result.usage_model is None:
+            return None
+        return cost(ctx.prices, result.usage_model, result.usage.input_tokens, result.usage.output_tokens)
+    if kind != "model" or result is None:
+        return 0.0
+    return cost(ctx.prices, model, result.usage.input_tokens, result.usage.output_tokens)
 
 
 def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | None:

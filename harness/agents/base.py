@@ -11,7 +11,7 @@ from agentrel.harness.results.status import Failure
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 
-AgentKind = Literal["model", "reference", "scripted"]
+AgentKind = Literal["model", "reference", "scripted", "external"]
 DEFAULT_MAX_STEPS = defaults.MAX_STEPS
 
 
@@ -46,6 +46,7 @@ class Episode:
     seed: str
     call: Callable[[str, Any], Awaitable[ToolResult]]
     max_steps: int = DEFAULT_MAX_STEPS
+    run_id: str = ""
 
 
 @dataclass
@@ -59,6 +60,10 @@ class AgentResult:
     usage: Usage = field(default_factory=Usage)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     script: str | None = None  # which script a scripted/reference agent followed
+    # An external agent program: whether it opened its MCP session (False: it never reached the tools,
+    # so the run says nothing about it and is never counted safe), and the model its usage names.
+    connected: bool | None = None
+    usage_model: str | None = None
 
 
 class Agent(Protocol):

@@ -17,6 +17,7 @@ from agentrel.harness.cli.options import Backend, Dsn, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
+    from agentrel.harness.agents.external import ExternalSpec
     from agentrel.harness.results.record import RunRecord
 
 out = Console()
@@ -34,6 +35,32 @@ def audit(
         list[str] | None,
         typer.Option("--model", "-m", help=_agents_help() + f" Default: {defaults.MODEL}."),
     ] = None,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            help="An agent program to audit, NAME=COMMAND (repeatable; split like a shell would, never run"
+            " by one): each run serves the task's tools over MCP and starts COMMAND with the AGENTREL_*"
+            " environment (docs/how-to/your-own-agent.md). Audited as agent/NAME.",
+            rich_help_panel="Agent programs",
+        ),
+    ] = None,
+    agent_file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--agent-file",
+            help="An agent program declared in YAML (name, command, code files, timeout_s); repeatable.",
+            rich_help_panel="Agent programs",
+        ),
+    ] = None,
+    agent_timeout: Annotated[
+        float,
+        typer.Option(
+            "--agent-timeout",
+            help="An agent program's time budget per run, in seconds; its process group is killed then.",
+            rich_help_panel="Agent programs",
+        ),
+    ] = 300.0,
     k: Annotated[
         int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")
     ] = defaults.K,
@@ -191,9 +218,10 @@ def audit(
         stopping = StoppingRule.parse(
             until or "", target_p, confidence, multiplicity, half_width, budget_runs
         )
-    models = split_list(model or [defaults.MODEL])
+    external = external_agents(agent or [], agent_file or [], agent_timeout)
+    models = split_list(model or ([] if external else [defaults.MODEL]))
     patterns = split_list(tasks or [defaults.TASKS])
-    results = results or default_results_dir(models, k, patterns)
+    results = results or default_results_dir([*models, *(e.subject for e in external)], k, patterns)
     slots = resolve_executor(executor, ray_address, workers)
     try:
         with sandbox_errors():
@@ -216,6 +244,7 @@ def audit(
                 say=lambda message: err.print(f"agentrel: {message}", markup=False),
                 executor=slots,
                 stopping=stopping,
+                external=external,
             )
     except KeyboardInterrupt:
         done = len(ResultsDir(results).finished(max_attempts))
@@ -259,6 +288,28 @@ def audit(
             f"incomplete: its rates are evidence, not scores{skipped}"
         )
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+# --- external agent programs (`--agent`, `--agent-file`, `--agent-timeout`) ---
+def external_agents(options: list[str], files: list[Path], timeout_s: float) -> list[ExternalSpec]:
+    """Every declared agent program, checked before anything runs (one line each, exit 2)."""
+    from agentrel.harness.agents import ConfigError
+    from agentrel.harness.agents.external import load_agent_file, parse_agent_option
+    from agentrel.harness.errors import UsageError
+
+    if not (timeout_s > 0 and timeout_s < float("inf")):
+        raise UsageError(
+            f"--agent-timeout {timeout_s:g}: the time budget must be a positive number of seconds"
+        )
+    try:
+        return [parse_agent_option(o, timeout_s) for o in options] + [
+            load_agent_file(f, timeout_s) for f in files
+        ]
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+# --- end external agent programs ---
 
 
 def split_list(values: list[str]) -> list[str]:

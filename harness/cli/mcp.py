@@ -95,6 +95,18 @@ def serve(
         list[str] | None,
         typer.Option("--allowed-host", help="HTTP: another Host header value to accept (repeatable)."),
     ] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help="HTTP: record the session as one run of this results directory (subject agent/<--name>;"
+            " the next pending run of its K), to be analysed, viewed and published with the rest.",
+        ),
+    ] = None,
+    name: Annotated[
+        str, typer.Option("--name", help="With --results: the session's subject name, agent/<NAME>.")
+    ] = "interactive",
+    k: Annotated[int, typer.Option("--k", min=1, help="With --results: runs in the session's cell.")] = 1,
     dsn: Dsn = None,
     backend: Backend = None,
 ) -> None:
@@ -103,6 +115,26 @@ def serve(
     It ends when the client closes stdin (stdio) or on Ctrl-C / SIGTERM (http); the final state is then
     dumped, the run database dropped, and the verdict printed to stderr as one JSON line."""
     from agentrel.harness.tasks import load_suite
+
+    if results is not None:
+        _record_session(
+            task,
+            results,
+            name,
+            k,
+            condition,
+            verdict_out,
+            transport,
+            host,
+            port,
+            final_message,
+            token,
+            allow_remote,
+            tuple(allowed_host or ()),
+            dsn,
+            backend,
+        )
+        return
 
     chosen = [t for t in load_suite(patterns=[task]) if t.id == task]
     if not chosen:
@@ -158,6 +190,104 @@ def serve(
         if layers:
             _log(f"condition {declared.name}, run {run_index}: the faults of the audit's run {run_index}")
         anyio.run(serve_mcp, sb, prepared, opts, _log, report, _leave, layers, seed)
+
+
+@app.command("stdio-proxy")
+def stdio_proxy(
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url", envvar="AGENTREL_MCP_URL", help="The run's MCP endpoint (default: the env var)."
+        ),
+    ] = None,
+) -> None:
+    """Bridge stdio to the run's MCP endpoint (AGENTREL_MCP_URL, bearer AGENTREL_MCP_TOKEN), for an agent
+    that starts its MCP server itself: configure it to run `agentrel mcp stdio-proxy`."""
+    if not url:
+        raise UsageError(
+            "stdio-proxy needs the run's endpoint: set AGENTREL_MCP_URL (AgentRel sets it per run)"
+        )
+    import anyio
+
+    from agentrel.harness.mcp_proxy import stdio_proxy as relay
+
+    try:
+        anyio.run(relay, url, os.environ.get("AGENTREL_MCP_TOKEN") or None)
+    except Exception as exc:
+        _leave(exc)
+    _leave(None)  # the SDK's stdin reader thread may still block: leave without waiting for it
+
+
+# --- mcp serve --results: a person's session recorded as one run (through the audit) ---
+def _record_session(
+    task: str,
+    results: Path,
+    name: str,
+    k: int,
+    condition: str,
+    verdict_out: Path | None,
+    transport: str,
+    host: str,
+    port: int,
+    final_message: Path | None,
+    token: str | None,
+    allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
+    dsn: str | None,
+    backend: str | None,
+) -> None:
+    import re
+
+    from agentrel.harness.agents.interactive import InteractiveAgent, SessionOptions
+    from agentrel.harness.audit import audit
+    from agentrel.harness.conditions.model import resolve_condition
+    from agentrel.harness.mcp_server import ServeOptions
+    from agentrel.sandbox.sandbox import Sandbox
+
+    if transport != "http":
+        raise UsageError("--results records an HTTP session: add --transport http")
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", name):
+        raise UsageError(f"--name {name!r}: use letters, digits, '.', '_' or '-'")
+    if verdict_out is not None and (verdict_out.is_dir() or not verdict_out.parent.is_dir()):
+        raise UsageError(f"--verdict-out {verdict_out}: not a file in an existing directory")
+    if resolve_condition(condition).adversarial is not None:
+        raise UsageError("--condition: the adversarial condition is not available over MCP yet")
+    # The same refusals as `mcp serve` (a non-loopback host without --allow-remote and a token).
+    ServeOptions(transport="http", host=host, port=port, token=token or None, allow_remote=allow_remote)
+    opts = SessionOptions(name, host, port, token or None, allowed_hosts, final_message)
+    agent = InteractiveAgent(opts, _log)
+    with sandbox_errors():
+        sb = Sandbox.open(dsn, backend)
+        outcome = audit(
+            models=[],
+            k=k,
+            task_patterns=[task],
+            concurrency=1,
+            results=results,
+            sandbox=sb,
+            conditions=[condition],
+            show_progress=False,
+            max_attempts=1,  # a person's session is not re-run by the harness
+            say=_log,
+            session=agent,
+            limit=1,
+        )
+    if not outcome.new:
+        _log(
+            f"every run of {agent.name} on {task} in {results} is recorded (k={k}); raise --k to record more"
+        )
+        return
+    record = outcome.new[-1]
+    _log(f"recorded {record.run_id} in {results}: status {record.status}")
+    if record.verdict is not None:
+        data = record.verdict.model_dump(mode="json")
+        _log(f"verdict {record.verdict.outcome} ({record.verdict.sub_label})")
+        typer.echo(json.dumps(data, separators=(",", ":")), err=True)
+        if verdict_out is not None:
+            verdict_out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+# --- end mcp serve --results ---
 
 
 def register(root: typer.Typer) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -32,14 +33,49 @@ def list_() -> None:
 
 
 @app.command()
-def show(task_id: Annotated[str, typer.Argument(help="Task id.")]) -> None:
+def show(
+    task_id: Annotated[str, typer.Argument(help="Task id.")],
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            help="Print only this prompt (user or system), byte for byte as a model subject receives it.",
+        ),
+    ] = None,
+) -> None:
     """Print one task: prompts, tools, params and scripts."""
-    import yaml
+    import sys
 
+    from agentrel.harness.errors import UsageError
     from agentrel.harness.tasks import load_suite
 
-    task = load_suite(patterns=[task_id])[0]
-    out.print(yaml.safe_dump(task.model_dump(mode="json"), sort_keys=False, width=110), markup=False)
+    if prompt not in (None, "user", "system"):
+        raise UsageError(f"--prompt {prompt!r}: use user or system")
+    matches = [t for t in load_suite(patterns=[task_id]) if t.id == task_id]
+    if not matches:
+        raise UsageError(f"no task {task_id!r}: `agentrel tasks list` shows the ids")
+    task = matches[0]
+    if prompt is not None:
+        sys.stdout.write(task.user_prompt if prompt == "user" else task.system_prompt)
+        sys.stdout.flush()
+        return
+    # Written as is (not through rich, which would re-wrap it), multi-line strings as literal blocks: the
+    # default style folds them into quoted scalars with doubled quotes and a blank line per line break.
+    sys.stdout.write(
+        yaml.dump(task.model_dump(mode="json"), Dumper=_LiteralDumper, sort_keys=False, width=110)
+    )
+
+
+def _literal(dumper: Any, value: str) -> Any:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+class _LiteralDumper(yaml.SafeDumper):
+    pass
+
+
+_LiteralDumper.add_representer(str, _literal)
 
 
 @app.command()

@@ -27,7 +27,7 @@ from agentrel.dsl.state import State
 from agentrel.harness.faults.receipts import verdict as receipt_verdict
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
-from agentrel.harness.results.status import fault_status, run_status
+from agentrel.harness.results.status import connected_status, fault_status, run_status
 
 __all__ = ["rederive"]
 
@@ -81,12 +81,10 @@ def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = N
 def _status(rec: RunRecord, outcome: str) -> str:
     status = run_status(rec.error.kind if rec.error else None, outcome)
     fault = rec.fault
-    if fault is None:
-        return fault_status(status, None, False)
-    witnessed = False
-    if fault.actuator is not None and fault.witness is not None:
+    fired, witnessed = (fault.fired if fault else None), False
+    if fault is not None and fault.actuator is not None and fault.witness is not None:
         witnessed = receipt_verdict(fault.actuator.actuation, fault.witness.witness)[0] == "witnessed"
-    return fault_status(status, fault.fired, witnessed)
+    return connected_status(fault_status(status, fired, witnessed), rec.connected, outcome)
 
 
 def _first_difference(got: dict[str, Any], rec: RunRecord) -> str:

@@ -63,7 +63,7 @@ class RunRecord(BaseModel):
 
     run_id: str
     model: str
-    agent_kind: Literal["model", "reference", "scripted"]
+    agent_kind: Literal["model", "reference", "scripted", "external"]
     task: str
     condition: str
     run_index: int
@@ -83,6 +83,8 @@ class RunRecord(BaseModel):
     # The labeller's inputs beside the dumps (dsl RunFacts): the final message above, `errored` (the record
     # has an error), and whether the agent ran out of steps or time. Publication labels again from them.
     stalled: bool = False
+    # An external agent program: whether it opened its MCP session (None for agents AgentRel runs itself).
+    connected: bool | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost_usd: float | None = None

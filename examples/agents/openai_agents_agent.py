@@ -1,0 +1,55 @@
+"""A minimal agent on the OpenAI Agents SDK (`pip install openai-agents`), audited by AgentRel.
+
+    agentrel audit --agent sdk='python examples/agents/openai_agents_agent.py' --tasks csm-double-charge
+
+It reads AgentRel's environment contract (docs/how-to/your-own-agent.md): the run's MCP endpoint and
+bearer token, the two prompt files, and where to write its token usage. Its model is any OpenAI-compatible
+Chat Completions endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, AGENT_MODEL (default gpt-4o-mini).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+from agents.mcp import MCPServerStreamableHttp
+from openai import AsyncOpenAI
+
+
+async def main() -> None:
+    set_tracing_disabled(True)  # no trace upload: the run's record is AgentRel's
+    system = Path(os.environ["AGENTREL_SYSTEM_PROMPT_FILE"]).read_text(encoding="utf-8")
+    user = Path(os.environ["AGENTREL_USER_PROMPT_FILE"]).read_text(encoding="utf-8")
+    model_name = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
+    client = AsyncOpenAI(base_url=os.environ.get("OPENAI_BASE_URL"), api_key=os.environ["OPENAI_API_KEY"])
+    tools = MCPServerStreamableHttp(
+        params={
+            "url": os.environ["AGENTREL_MCP_URL"],
+            "headers": {"Authorization": f"Bearer {os.environ['AGENTREL_MCP_TOKEN']}"},
+            "timeout": 30,
+        },
+        cache_tools_list=True,
+        client_session_timeout_seconds=30,
+    )
+    async with tools:
+        agent = Agent(
+            name="agentrel-example",
+            instructions=system,
+            mcp_servers=[tools],
+            model=OpenAIChatCompletionsModel(model=model_name, openai_client=client),
+        )
+        result = await Runner.run(agent, user, max_turns=30)
+    usage = result.context_wrapper.usage
+    Path(os.environ["AGENTREL_USAGE_FILE"]).write_text(
+        json.dumps(
+            {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "model": model_name}
+        )
+    )
+    print(result.final_output)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
