@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -138,7 +139,13 @@ def test_a_second_writer_on_the_same_results_is_refused_while_the_first_finishes
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not runs.exists() or runs.read_bytes().count(b"\n") < 1):
         time.sleep(0.05)
-    second = agentrel(*audit_args(results, k), "--no-report")
+    # Paused, the first writer holds its lock for as long as the second needs to try it: on a loaded
+    # machine the first could otherwise finish its 40 runs before the second had even started (a flake).
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        second = agentrel(*audit_args(results, k), "--no-report")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
     assert first.wait(timeout=300) == 0
     one_error_line(second, 4, f"another agentrel process (pid {first.pid})")
     lines = runs.read_text().splitlines()
