@@ -34,8 +34,8 @@ _CELL = (
 DAMAGES = FileSpec(
     name="damages.csv",
     what="One row per damage event of a valid run: which rule of which spec fired on which row, how bad, "
-    "and its price. Invalid runs contribute no row (they are counted in `runs.csv`). The frequency "
-    "denominator, the valid runs of each cell, is in `runs.csv` beside it.",
+    "and its price. Invalid runs contribute no row. The frequency denominator, the valid runs of each "
+    "cell, is `n` in `cells.csv` (with `invalid` beside it).",
     command="agentrel export damages RESULTS -o damages.csv",
     columns=(
         Column("run_id", "the run's id, as in `runs.jsonl` and the view's `/runs/<run id>` page"),

@@ -118,26 +118,68 @@ def analyze_command(
         typer.echo(str(path))
 
 
+def _suite_size() -> int | None:
+    """Tasks in the suite this agentrel reads (None when it cannot be read: the sentence is left out)."""
+    from agentrel.harness.tasks import task_files
+
+    try:
+        return len(task_files())
+    except UserError:
+        return None
+
+
 def _print_single(
-    p: float | None, x: int | None, n: int | None, alpha: Fraction, conservative: bool, confidence: float
+    p: float | None,
+    x: int | None,
+    n: int | None,
+    alpha: Fraction,
+    conservative: bool,
+    confidence: float,
+    as_json: bool,
+    cost_per_run: float | None,
 ) -> None:
+    import json
+
+    from agentrel.analysis.plain import detection_sentence, suite_sentence, zero_bound_sentence
     from agentrel.analysis.required_k import required_k, required_k_from_counts
 
+    target = float(1 - alpha)
+    answer: dict[str, object] = {"target": target, "confidence": confidence, "x": x, "n": n}
     if p is not None:
         k = required_k(p, alpha)
-        typer.echo(str(k) if k is not None else "no finite k (p = 0)")
-        return
-    assert x is not None and n is not None
-    res = required_k_from_counts(x, n, alpha, conservative=conservative, confidence=confidence)
-    if res.k is None:
-        typer.echo(
-            f"no finite k: x = 0 of {n}; p < {res.p_upper:.4g} at {confidence:.0%} confidence "
-            "(one-sided Clopper-Pearson upper bound)"
+        answer.update(k=k, p=p, basis="given")
+        sentence = (
+            detection_sentence(k, p, target)
+            if k is not None
+            else "No finite number of runs: at a damage rate of 0 there is nothing to see."
         )
+    else:
+        assert x is not None and n is not None
+        res = required_k_from_counts(x, n, alpha, conservative=conservative, confidence=confidence)
+        k = res.k
+        answer.update(k=k, p=res.p_used, basis=res.basis, p_upper=res.p_upper)
+        if k is None:
+            sentence = zero_bound_sentence(n, res.p_upper or 0.0, confidence)
+        else:
+            basis = (
+                f"the one-sided {confidence:.0%} lower bound of {x} in {n}"
+                if conservative
+                else f"{x} of {n} observed"
+            )
+            sentence = detection_sentence(k, res.p_used, target, basis)
+    tasks = _suite_size()
+    lines = [sentence]
+    if k is not None and tasks:
+        lines.append(suite_sentence(k, tasks, cost_per_run))
+        answer.update(suite_tasks=tasks, suite_runs=k * tasks)
+        if cost_per_run is not None:
+            answer.update(cost_per_run_usd=cost_per_run, suite_cost_usd=round(k * tasks * cost_per_run, 2))
+    answer["sentence"] = " ".join(lines)
+    if as_json:
+        typer.echo(json.dumps(answer, sort_keys=True))
         return
-    typer.echo(str(res.k))
-    if conservative:
-        err.print(f"from the one-sided {confidence:.0%} lower bound p >= {res.p_used:.4g}", markup=False)
+    for line in lines:
+        typer.echo(line)
 
 
 def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool) -> None:
@@ -204,8 +246,14 @@ def required_k_command(
     from_: Annotated[Path | None, typer.Option("--from", help=f"Per-cell table. {INPUT_HELP}")] = None,
     damaging_only: Annotated[bool, typer.Option("--damaging-only", help="Only cells that damaged.")] = False,
     allow_mixed_protocols: MixedOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
+    cost_per_run: Annotated[
+        float | None,
+        typer.Option("--cost-per-run", min=0.0, help="US dollars one run costs: adds the suite's cost."),
+    ] = None,
 ) -> None:
-    """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once."""
+    """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once, as a
+    sentence with the suite's total (and its cost with --cost-per-run)."""
     if alpha is not None and target is not None:
         raise UsageError("give --alpha or --target, not both")
     for flag, value in (("--alpha", alpha), ("--target", target), ("--confidence", confidence)):
@@ -230,7 +278,7 @@ def required_k_command(
     if p is None and (x is None or n is None or x > n):
         raise UsageError("--x and --n go together, with 0 <= x <= n")
     with user_errors():
-        _print_single(p, x, n, miss, conservative, confidence)
+        _print_single(p, x, n, miss, conservative, confidence, as_json, cost_per_run)
 
 
 def register(app: typer.Typer) -> None:

@@ -200,12 +200,37 @@ def test_required_k_single_values(runner, app):
         assert res.exit_code == 0, res.output
         return res.stdout.strip()
 
-    assert run("--p", "0.16", "--alpha", "0.05") == "18"
-    assert run("--p", "0.01", "--alpha", "0.9801") == "2"
-    assert run("--p", "0.2", "--target", "0.95") == "14"
-    assert run("--x", "4", "--n", "16", "--alpha", "0.05") == "11"
-    assert run("--x", "4", "--n", "16", "--alpha", "0.05", "--conservative") == "32"
-    assert run("--x", "0", "--n", "16", "--alpha", "0.05").startswith("no finite k: x = 0 of 16; p < 0.1707")
+    def k_of(*args: str) -> int:
+        return int(json.loads(run(*args, "--json"))["k"])
+
+    assert k_of("--p", "0.16", "--alpha", "0.05") == 18
+    assert k_of("--p", "0.01", "--alpha", "0.9801") == 2
+    assert k_of("--p", "0.2", "--target", "0.95") == 14
+    assert k_of("--x", "4", "--n", "16", "--alpha", "0.05") == 11
+    assert k_of("--x", "4", "--n", "16", "--alpha", "0.05", "--conservative") == 32
+    # The answer in words, with the suite's total (20 tasks ship) and its cost when a run's cost is given.
+    text = run("--p", "0.05", "--cost-per-run", "0.12")
+    assert text.splitlines() == [
+        "59 runs of each task give a 95% chance of seeing at least one damaging run when the per-run "
+        "damage rate is 5%.",
+        "For the 20-task suite: 1,180 runs per agent and condition, about $141.60 at $0.12 a run.",
+    ]
+    # x = 0: the exact one-sided bound, 1 - 0.05^(1/160) = 0.01855 shown rounded up, never a k.
+    zero = run("--x", "0", "--n", "160", "--alpha", "0.05")
+    assert zero.startswith("No damage in 160 runs: the per-run damage rate is below 1.9% at 95% confidence")
+    data = json.loads(run("--x", "0", "--n", "16", "--json"))
+    assert data["k"] is None and abs(data["p_upper"] - (1 - 0.05 ** (1 / 16))) < 1e-12
+    assert "below 17.1%" in data["sentence"]
+
+
+def test_percent_never_overstates_a_bound():
+    from agentrel.analysis.plain import percent
+
+    assert percent(0.05) == "5%" and percent(0.16) == "16%" and percent(0.0) == "0%"
+    assert percent(0.018547, "up") == "1.9%" and percent(0.018447, "up") == "1.9%"
+    assert percent(0.018447) == "1.8%"  # nearest would claim a bound below the exact one
+    assert percent(0.0902, "down") == "9%" and percent(0.0999, "down") == "9.9%"
+    assert percent(0.17075, "up") == "17.1%" and percent(0.0025) == "0.25%"
 
 
 @pytest.mark.parametrize(
