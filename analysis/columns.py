@@ -42,8 +42,12 @@ DAMAGES = FileSpec(
         Column("model", _CELL[0].meaning),
         Column("task", _CELL[2].meaning),
         Column("condition", _CELL[3].meaning),
-        Column("run_index", "the run's index in its cell, 1..k; with the task and condition it fixes the seed"),
-        Column("rule", "the label of the damage rule that fired (or the spec's fallback, `unexplained mutation`)"),
+        Column(
+            "run_index", "the run's index in its cell, 1..k; with the task and condition it fixes the seed"
+        ),
+        Column(
+            "rule", "the label of the damage rule that fired (or the spec's fallback, `unexplained mutation`)"
+        ),
         Column("severity", "the rule's severity: `low`, `medium`, `high` or `critical`"),
         Column(
             "irreversibility",
@@ -122,7 +126,10 @@ AXES = FileSpec(
         _CELL[1],
         _CELL[3],
         Column("axis", "the measure: `completion`, `cost_usd`, `efficiency`, `reliability`, `pass_k`, ..."),
-        Column("axis_group", "the axis it belongs to: completion, cost, efficiency, reliability, recovery, safety"),
+        Column(
+            "axis_group",
+            "the axis it belongs to: completion, cost, efficiency, reliability, recovery, safety",
+        ),
         Column("estimate", "the value (a fraction in [0, 1] for rates, US dollars for cost)"),
         Column("ci_low", "lower bound of the 95% interval (method in `ci_method`)"),
         Column("ci_high", "upper bound of the 95% interval"),

@@ -5,8 +5,8 @@
 
 The command line comes from the Typer app itself (every command, argument and option with its help,
 default and environment variable), the DSL page from dsl/README.md and the grammar file the parser loads,
-the estimator page from analysis/README.md, and the output-file page from the column dictionaries in analysis/columns.py, the same ones
-`agentrel export --describe` prints. `make docs` runs it before `mkdocs build --strict`;
+the estimator page from analysis/README.md, and the output-file page from the column dictionaries
+in analysis/columns.py, the same ones `agentrel export --describe` prints. `make docs` runs it before `mkdocs build --strict`;
 tests/test_docs_reference.py fails when a committed page is stale.
 """
 
@@ -126,7 +126,8 @@ def dsl_page() -> str:
         "# Damage DSL\n\n"
         + GENERATED
         + "The language of the `.dmg` files, from `dsl/README.md`, then the grammar the parser loads "
-        "(`dsl/agentrel.lark`), verbatim. A walkthrough is in [Write a damage spec](../how-to/damage-spec.md).\n"
+        "(`dsl/agentrel.lark`), verbatim. A walkthrough is in "
+        "[Write a damage spec](../how-to/damage-spec.md).\n"
         + body.rstrip()
         + "\n\n## The grammar (`dsl/agentrel.lark`)\n\n```\n"
         + grammar.rstrip()
@@ -161,10 +162,9 @@ def estimators_page() -> str:
     return (
         "# Estimators\n\n"
         + GENERATED
-        + "The formulas and interval methods of `analysis/`, from `analysis/README.md`. What the report shows "
-        "and why: [Analysis](../explanation/analysis.md).\n"
-        + body.rstrip()
-        + "\n"
+        + "The formulas and interval methods of `analysis/`, from `analysis/README.md`. "
+        "What the report shows "
+        "and why: [Analysis](../explanation/analysis.md).\n" + body.rstrip() + "\n"
     )
 
 
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         text = build()
         if args.check:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
-                stale.append(str(path.relative_to(REPO)))
+                stale.append(str(path))
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

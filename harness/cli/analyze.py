@@ -92,6 +92,7 @@ def analyze_command(
     seed: SeedOpt = 0,
     allow_mixed_protocols: MixedOpt = False,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
+    status_line: Annotated[bool, typer.Option(hidden=True)] = True,
 ) -> None:
     """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
     write the reports."""
@@ -99,7 +100,7 @@ def analyze_command(
     from agentrel.analysis.pipeline import analyze
 
     loaded = load(input, allow_mixed_protocols)
-    if loaded.kind == "results":
+    if loaded.kind == "results" and status_line:  # the audit says it in words at its end instead
         err.print(f"agentrel: {publication_status(input)}", markup=False, soft_wrap=True)
     out_dir = out or _default_out(input)
     with user_errors(), err.status("analysing") as status:

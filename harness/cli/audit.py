@@ -177,7 +177,19 @@ def audit(
     if report:
         from agentrel.harness.cli.analyze import analyze_command
 
-        analyze_command(outcome.results.path, json_file=outcome.results.path / "analysis" / "summary.json")
+        analyze_command(
+            outcome.results.path,
+            json_file=outcome.results.path / "analysis" / "summary.json",
+            status_line=False,
+        )
+    # What the numbers may be used for, in words, and where to go next (harness/cli/next_steps.py).
+    from agentrel.harness.cli.next_steps import next_steps, publication_lines
+
+    for line in [
+        *publication_lines(outcome.results.path, models, k, patterns, split_list(condition or ["clean"])),
+        *next_steps(outcome.results.path, report),
+    ]:
+        err.print(line, markup=False, soft_wrap=True)
     invalid = [r for r in records if not r.terminal]
     if invalid:
         err.print(

@@ -31,7 +31,8 @@ OptionalInput = Annotated[Path | None, typer.Argument(help=INPUT_HELP, show_defa
 
 def _describe_or_need(kind: str, describe: bool, input: Path | None, output: Path | None) -> bool:
     """Print the column dictionary for --describe (True: done); else insist on an input and -o."""
-    from agentrel.analysis.columns import BY_KIND, describe as describe_file
+    from agentrel.analysis.columns import BY_KIND
+    from agentrel.analysis.columns import describe as describe_file
 
     if describe:
         typer.echo(describe_file(BY_KIND[kind]), nl=False)
