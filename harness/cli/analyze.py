@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 
@@ -93,6 +92,7 @@ def analyze_command(
     allow_mixed_protocols: MixedOpt = False,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
     status_line: Annotated[bool, typer.Option(hidden=True)] = True,
+    list_files: Annotated[bool, typer.Option(hidden=True)] = True,
 ) -> None:
     """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
     write the reports."""
@@ -115,7 +115,7 @@ def analyze_command(
 
         for line in fault_lines(loaded.faults):
             err.print(line, markup=False, soft_wrap=True)
-    for path in written:
+    for path in written if list_files else []:  # an audit names the report in its next steps instead
         typer.echo(str(path))
 
 
@@ -183,10 +183,13 @@ def _print_single(
         typer.echo(line)
 
 
-def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool) -> None:
+def _print_plan(
+    path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool, as_json: bool
+) -> None:
     from agentrel.analysis.audit_plan import audit_plan
     from agentrel.analysis.doc import agent_label, fmt, fmt_k, fmt_money, pool_label
     from agentrel.analysis.pipeline import cell_frame, core_statistics
+    from agentrel.harness.cli.tables import emit
 
     loaded = load(path, allow_mixed)
     with user_errors():
@@ -195,13 +198,36 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
         pools = core_statistics(cells, n_boot=0, seed=0, alpha=1.0 - target)
     rows = plan[plan["x"] > 0] if damaging_only else plan
     rows = rows.assign(_hit=rows["x"] > 0).sort_values(["_hit", "p_hat", "n"], ascending=False)
+    if as_json:
+        import json
+
+        records = rows.drop(columns=["_hit"]).to_json(orient="records")
+        typer.echo(
+            json.dumps(
+                {
+                    "target": target,
+                    "confidence": confidence,
+                    "cells": json.loads(records),
+                    "pools": [
+                        {
+                            "pool": pool_label(p),
+                            "condition": p.spec.condition,
+                            "runs": p.runs,
+                            "invalid": p.invalid,
+                            "k_beta": p.required_k_beta,
+                        }
+                        for p in pools
+                    ],
+                },
+                indent=1,
+            )
+        )
+        return
     known = rows["cost_usd_per_run"].notna().any()
-    table = Table(title=f"Repeats to see each cell's damage with probability {target:g}")
-    for head in ["agent", "task", "condition", "x/n", "invalid", "p̂", "k", "k conservative", "p upper (x=0)"]:
-        table.add_column(head)
+    heads = ["agent", "task", "condition", "x/n", "invalid", "p̂", "k", "k conservative", "p upper (x=0)"]
     if known:
-        table.add_column("$/run")
-        table.add_column("audit $ (k conservative)")
+        heads += ["$/run", "audit $ (k conservative)"]
+    table_rows = []
     for r in rows.itertuples(index=False):
         cells_ = [
             agent_label(r.model, r.agent_kind),
@@ -216,24 +242,31 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
         ]
         if known:
             cells_ += [fmt_money(r.cost_usd_per_run), fmt_money(r.audit_cost_conservative)]
-        table.add_row(*cells_)
-    out = Console(highlight=False)
-    out.print(table)
-    pool_table = Table(title="Heterogeneity-aware repeats (p ~ fitted beta across a pool's cells)")
-    for head in ["pool", "condition", "n", "invalid", "a", "b", "k"]:
-        pool_table.add_column(head)
+        table_rows.append(cells_)
+    out = Console(highlight=False, soft_wrap=True)
+    emit(
+        heads, table_rows, title=f"Repeats to see each cell's damage with probability {target:g}", console=out
+    )
+    pool_rows = []
     for p in pools:
         k = p.required_k_beta
-        pool_table.add_row(
-            pool_label(p),
-            p.spec.condition,
-            str(p.runs),
-            str(p.invalid),
-            fmt(p.fit.a),
-            fmt(p.fit.b),
-            fmt_k(k) if k is not None else ("–" if p.damaged_runs == 0 else "> 4.6e18"),
+        pool_rows.append(
+            [
+                pool_label(p),
+                p.spec.condition,
+                str(p.runs),
+                str(p.invalid),
+                fmt(p.fit.a),
+                fmt(p.fit.b),
+                fmt_k(k) if k is not None else ("–" if p.damaged_runs == 0 else "> 4.6e18"),
+            ]
         )
-    out.print(pool_table)
+    emit(
+        ["pool", "condition", "n", "invalid", "a", "b", "k"],
+        pool_rows,
+        title="Heterogeneity-aware repeats (p ~ fitted beta across a pool's cells)",
+        console=out,
+    )
 
 
 def required_k_command(
@@ -272,7 +305,7 @@ def required_k_command(
     if sum(modes) != 1:
         raise UsageError("give exactly one of --p P, --x X --n N, or --from INPUT")
     if from_ is not None:
-        _print_plan(from_, float(1 - miss), confidence, allow_mixed_protocols, damaging_only)
+        _print_plan(from_, float(1 - miss), confidence, allow_mixed_protocols, damaging_only, as_json)
         return
     if p is not None and not 0.0 <= p <= 1.0:
         raise UsageError(f"--p must lie in [0, 1], got {p}")

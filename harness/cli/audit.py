@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
 from agentrel.harness.cli.options import Backend, Dsn, Image
@@ -18,7 +17,7 @@ from agentrel.harness.cli.sandbox import sandbox_errors
 if TYPE_CHECKING:
     from agentrel.harness.records import RunRecord
 
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 
@@ -81,6 +80,9 @@ def audit(
         ),
     ] = 3,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.6,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the per-cell summary as JSON on standard output.")
+    ] = False,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
     report: Annotated[
         bool,
@@ -168,12 +170,12 @@ def audit(
             f"{outcome.planned} run(s) preregistered, none run"
         )
         return
-    out.print(
+    (err if as_json else out).print(
         f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
         f"{len(outcome.new)} new attempt(s), {outcome.skipped} run(s) already finished"
     )
     records = outcome.results.records()
-    render_summary(records)
+    render_summary(records, as_json)
     if report:
         from agentrel.harness.cli.analyze import analyze_command
 
@@ -181,6 +183,7 @@ def audit(
             outcome.results.path,
             json_file=outcome.results.path / "analysis" / "summary.json",
             status_line=False,
+            list_files=False,
         )
     # What the numbers may be used for, in words, and where to go next (harness/cli/next_steps.py).
     from agentrel.harness.cli.next_steps import next_steps, publication_lines
@@ -207,29 +210,29 @@ def split_list(values: list[str]) -> list[str]:
     return list(dict.fromkeys(v for v in items if v))
 
 
-def render_summary(records: list[RunRecord]) -> None:
+SUMMARY = ("model", "task", "condition", "n", "invalid", "damaging", "pass", "dollars")
+
+
+def render_summary(records: list[RunRecord], as_json: bool = False) -> None:
+    """Per cell: valid runs (n), invalid, damaging, passing, summed dollars; never a cut identifier."""
+    from agentrel.harness.cli.tables import emit, emit_json
+
     cells: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
     for r in records:
         cells[(r.model, r.task, r.condition)].append(r)
-    table = Table("model", "task", "condition", "n", "invalid", "damaging", "pass", "dollars")
+    rows: list[tuple[str, str, str, int, int, int, int, str]] = []
     for (model, task, condition), rs in sorted(cells.items()):
         ok = [r for r in rs if r.valid and r.verdict is not None]
         verdicts = [r.verdict for r in ok if r.verdict is not None]
         dmg = sum(v.outcome == "FAIL_DAMAGE" for v in verdicts)
         passed = sum(v.outcome == "PASS" for v in verdicts)
         dollars = sum((Decimal(v.dollars) for v in verdicts), Decimal("0"))
-        invalid = len(rs) - len(ok)
-        table.add_row(
-            model,
-            task,
-            condition,
-            str(len(ok)),
-            f"[red]{invalid}[/]" if invalid else "0",
-            str(dmg),
-            str(passed),
-            f"{dollars:.2f}",
-        )
-    out.print(table)
+        rows.append((model, task, condition, len(ok), len(rs) - len(ok), dmg, passed, f"{dollars:.2f}"))
+    if as_json:
+        emit_json(SUMMARY, rows)
+        return
+    shown = [(*r[:3], *(f"{v:,}" for v in r[3:7]), f"${Decimal(r[7]):,.2f}") for r in rows]
+    emit(SUMMARY, shown, console=out)
 
 
 def register(root: typer.Typer) -> None:

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
 
@@ -66,7 +65,10 @@ def withdraw(digest: Digest, reason: Reason, by: By = None, registry: RegistryFi
 
 
 @app.command("list")
-def list_command(registry: RegistryFile = None) -> None:
+def list_command(
+    registry: RegistryFile = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """Every registered scorecard and its status, after checking the whole hash chain.
 
     Exits 1 when the last line is torn (an interrupted append), after listing what is whole."""
@@ -74,24 +76,44 @@ def list_command(registry: RegistryFile = None) -> None:
 
     path = registry_path(registry)
     state = read_registry(path)
-    table = Table(title=str(path), title_justify="left")
-    for column in ("digest", "status", "protocol", "subject", "derived from", "why"):
-        table.add_column(column)
+    from agentrel.harness.cli.tables import emit
+
+    headers = ("digest", "status", "protocol", "subject", "derived from", "why")
+    rows: list[tuple[str, ...]] = []
     for digest, record in state.records.items():
         reg, judged = record.registration, record.judgement
         why = (judged.reason or "") if judged else ""
         if judged and judged.replacement:
             why += f" (replaced by protocol {judged.replacement[:12]})"
-        table.add_row(
-            digest[:16],
-            record.status,
-            (reg.protocol_hash or "")[:12],
-            (reg.subject_config_hash or "")[:12],
-            (reg.derived_from or "")[:12],
-            why,
+        # Whole hashes: an identifier cut to a prefix cannot be pasted into `registry supersede`.
+        rows.append(
+            (
+                digest,
+                record.status,
+                reg.protocol_hash or "",
+                reg.subject_config_hash or "",
+                reg.derived_from or "",
+                why,
+            )
         )
-    out.print(table)
-    out.print(f"{len(state.entries)} entries, chain intact; head {state.head}", markup=False)
+    if as_json:
+        import json
+
+        typer.echo(
+            json.dumps(
+                {
+                    "registry": str(path),
+                    "entries": len(state.entries),
+                    "head": state.head,
+                    "torn": state.torn is not None,
+                    "scorecards": [dict(zip(headers, r, strict=True)) for r in rows],
+                },
+                indent=1,
+            )
+        )
+    else:
+        emit(headers, rows, title=str(path), console=out)
+        out.print(f"{len(state.entries)} entries, chain intact; head {state.head}", markup=False)
     if state.torn is not None:
         err.print(
             f"agentrel: error: {path}: the last line is torn ({state.torn.size} bytes at offset "

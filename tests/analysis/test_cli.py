@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -254,18 +255,20 @@ def test_required_k_from_input(runner, app, small_csv):
         app, ["required-k", "--from", str(small_csv), "--target", "0.95"], env={"COLUMNS": "200"}
     )
     assert res.exit_code == 0, res.output
-    rows = {
-        line.split("│")[1].strip() + "/" + line.split("│")[2].strip(): [
-            c.strip() for c in line.split("│")[1:-1]
-        ]
-        for line in res.stdout.splitlines()
-        if line.count("│") > 8
-    }
+    # Outside a terminal the tables are plain columns, nothing cut: split on runs of two spaces.
+    assert "│" not in res.stdout and "…" not in res.stdout
+    split = [re.split(r"\s{2,}", line.strip()) for line in res.stdout.splitlines()]
+    rows = {cols[0] + "/" + cols[1]: cols for cols in split if len(cols) > 8 and cols[0] != "agent"}
     # m1/t1: 2 of 4; point k = 5; one-sided 95% lower bound 0.0976 -> k = 30, at $0.05 a run -> $1.50
     assert rows["m1/t1"][4:] == ["0", "0.500", "5", "30", "–", "$0.05", "$1.50"]
     assert rows["m1/t2"][6:9] == ["–", "–", "0.5271"]  # x = 0: no k, an upper bound instead
     assert rows["reference/stochastic (reference agent)/t1"][6:8] == ["3", "11"]
     assert "Heterogeneity-aware" in res.stdout
+    data = json.loads(
+        runner.invoke(app, ["required-k", "--from", str(small_csv), "--target", "0.95", "--json"]).stdout
+    )
+    by_cell = {(c["model"], c["task"]): c for c in data["cells"]}
+    assert by_cell[("m1", "t1")]["k_conservative"] == 30 and by_cell[("m1", "t2")]["k_point"] is None
 
 
 def test_export_damages_from_results(runner, app, small_results, tmp_path):

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def agentrel(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -72,3 +74,84 @@ def test_an_unfrozen_audit_ends_in_words_with_the_commands_that_make_it_publisha
     assert any(line.startswith("dollars ") for line in described.stdout.splitlines())
     missing = agentrel("export", "cells", str(results))
     assert missing.returncode == 2 and "give -o FILE (or -o - for standard output)" in missing.stderr
+
+
+def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path):
+    import json
+
+    listed = agentrel("tasks", "list", "--json")
+    tasks = json.loads(listed.stdout)
+    assert listed.returncode == 0 and {"id", "priced", "k", "title"} <= tasks[0].keys() and len(tasks) == 20
+    # Piped (not a terminal) at 80 columns: plain columns, every identifier whole.
+    narrow = subprocess.run(
+        [sys.executable, "-m", "agentrel.harness.cli", "tasks", "list"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    )
+    assert "…" not in narrow.stdout and "│" not in narrow.stdout
+    assert all(t["id"] in narrow.stdout and t["title"] in narrow.stdout for t in tasks)
+
+    status = json.loads(agentrel("sandbox", "status", "--json").stdout)
+    assert status["running"] is True and len(status["seed_digest"]) == 64
+
+    checked = agentrel("spec", "check", "--json", "damage_specs/csm-goodwill-cap.dmg", cwd=REPO)
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout) == {
+        "file": "damage_specs/csm-goodwill-cap.dmg",
+        "ok": True,
+        "problems": [],
+    }
+    bad = tmp_path / "bad.dmg"
+    bad.write_text('spec "bad" version 1\ndamage "x" high governance:\n    insert no_such_table\n')
+    refused = agentrel("spec", "check", "--json", str(bad))
+    assert refused.returncode == 1 and json.loads(refused.stdout)["ok"] is False
+
+    registry = tmp_path / "registry.jsonl"
+    registry.write_text("")
+    reg = json.loads(agentrel("registry", "list", "--json", "--registry", str(registry)).stdout)
+    assert reg["scorecards"] == [] and reg["entries"] == 0
+
+    results = tmp_path / "r"
+    audited = agentrel(
+        "audit",
+        "-m",
+        "scripted/overreach",
+        "--k",
+        "2",
+        "--tasks",
+        "csm-goodwill-cap",
+        "--results",
+        str(results),
+        "--json",
+        "--no-report",
+    )
+    assert audited.returncode == 0, audited.stderr
+    assert json.loads(audited.stdout) == [
+        {
+            "model": "scripted/overreach",
+            "task": "csm-goodwill-cap",
+            "condition": "clean",
+            "n": 2,
+            "invalid": 0,
+            "damaging": 2,
+            "pass": 0,
+            "dollars": "700.00",
+        }
+    ]
+    again = agentrel(
+        "audit",
+        "-m",
+        "scripted/overreach",
+        "--k",
+        "2",
+        "--tasks",
+        "csm-goodwill-cap",
+        "--results",
+        str(results),
+        "--no-report",
+    )
+    assert (
+        "scripted/overreach  csm-goodwill-cap  clean      2  0        2         0     $700.00" in again.stdout
+    )
