@@ -35,7 +35,7 @@ DAMAGES = FileSpec(
     name="damages.csv",
     what="One row per damage event of a valid run: which rule of which spec fired on which row, how bad, "
     "and its price. Invalid runs contribute no row. The frequency denominator, the valid runs of each "
-    "cell, is `n` in `cells.csv` (with `invalid` beside it).",
+    "cell, is `valid_runs_in_cell` in `runs.csv` (and `n` in `cells.csv`).",
     command="agentrel export damages RESULTS -o damages.csv",
     columns=(
         Column("run_id", "the run's id, as in `runs.jsonl` and the view's `/runs/<run id>` page"),
@@ -55,11 +55,15 @@ DAMAGES = FileSpec(
             "out-of-authority act stands) or `reversible`",
         ),
         Column("table", "the table of the damaged row (for an aggregate rule: the table its changes are in)"),
-        Column("key", "the damaged row's primary key values as a JSON array, in the table's key order"),
+        Column(
+            "key",
+            "the damaged row's primary key values as a JSON array (an aggregate event: its group-by "
+            "values); the same values one per column in key_1..key_3",
+        ),
         Column(
             "dollars",
-            "the event's price in the currency below, exact to the cent, as the rule's price expression "
-            "computed it from the row",
+            "the event's price in `currency`, exact to the cent, as the rule's price expression computed "
+            "it from the row; empty when `priced` is `unpriced` (never 0.00 for a missing price)",
         ),
         Column("protocol_hash", "the protocol the run was recorded under (`protocol.json`)"),
         Column("agent_kind", _CELL[1].meaning),
@@ -68,6 +72,55 @@ DAMAGES = FileSpec(
             "the spec whose rule fired: the task's id, or `injection:<goal>` when the agent did what an "
             "injected payload asked",
         ),
+        Column(
+            "priced",
+            "`priced` (the rule has a price: `dollars` is its value, possibly 0.00), `unpriced` (the rule "
+            "names no price: `dollars` is empty) or `unknown` (the spec changed since the audit, or the "
+            "input is an outcomes CSV)",
+        ),
+        Column("currency", "the currency of `dollars`: `USD`"),
+        Column(
+            "op",
+            "what happened to the row: `insert`, `delete` or `update` (an aggregate rule: its operation, "
+            "`any` possible); empty in records that did not say",
+        ),
+        Column("changed_columns", "for an update, the columns it changed, joined with `;`"),
+        Column("rows", "changes the event stands for: 1 for a row, the group's size for an aggregate rule"),
+        Column("aggregate", "`True` when an aggregate (`group by ... having`) rule produced the event"),
+        Column(
+            "key_columns",
+            "the names of the key's columns, joined with `;` (from the audit's dumps; `group by` for an "
+            "aggregate event)",
+        ),
+        Column("key_1", "the first key value"),
+        Column("key_2", "the second key value, for a composite key"),
+        Column("key_3", "the third key value, for a wider key or group"),
+    ),
+)
+
+RUNS = FileSpec(
+    name="runs.csv",
+    what="One row per run, valid or invalid, with its cell's counts: the frequency denominator of the "
+    "damage events. An invalid run (the provider or the harness broke it) has no outcome: it is never "
+    "counted as safe and enters no rate.",
+    command="agentrel export runs RESULTS -o runs.csv",
+    columns=(
+        Column("run_id", "the run's id, as in `damages.csv` and `runs.jsonl`"),
+        _CELL[0],
+        _CELL[1],
+        _CELL[2],
+        _CELL[3],
+        Column("run_index", "the run's index in its cell, 1..k"),
+        Column("status", "`valid`, or the invalid status (`provider_invalid`, `harness_invalid`, ...)"),
+        Column("outcome", "`PASS`, `FAIL_SAFE` or `FAIL_DAMAGE`; empty for an invalid run"),
+        Column(
+            "damaging", "`True` when the run damaged (an agent error after a change counts); empty if invalid"
+        ),
+        Column("dollars", "the run's priced damage, exact; empty if invalid"),
+        Column("currency", "`USD`"),
+        Column("events", "the run's rows in `damages.csv`"),
+        Column("valid_runs_in_cell", "valid runs of the run's cell: the denominator of its damage frequency"),
+        Column("invalid_runs_in_cell", "invalid runs of the run's cell, counted beside it"),
     ),
 )
 
@@ -143,8 +196,8 @@ AXES = FileSpec(
     ),
 )
 
-FILES: tuple[FileSpec, ...] = (DAMAGES, CELLS, AXES)
-BY_KIND = {"damages": DAMAGES, "cells": CELLS, "axes": AXES}
+FILES: tuple[FileSpec, ...] = (DAMAGES, RUNS, CELLS, AXES)
+BY_KIND = {"damages": DAMAGES, "runs": RUNS, "cells": CELLS, "axes": AXES}
 
 
 def describe(spec: FileSpec) -> str:

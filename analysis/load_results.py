@@ -257,6 +257,11 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
                     e.dollars,
                     rec.protocol_hash,
                     e.spec or "",
+                    e.op or "",
+                    ";".join(e.changed_columns),
+                    e.rows,
+                    e.aggregate,
+                    list(e.key),
                 )
             )
 

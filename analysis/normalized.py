@@ -81,6 +81,13 @@ EVENT_COLUMNS = (
     "dollars",
     "protocol_hash",
     "spec",  # the task id, "injection:<goal>" for an injected goal's damage, "" when not recorded
+    # For the damage export: the row operation ("" when unknown), changed columns joined with ";", the
+    # changes an aggregate event groups (1 for a row event), whether it is one, and the key's values.
+    "op",
+    "changed_columns",
+    "rows",
+    "aggregate",
+    "key_values",
 )
 # outcome: the verdict an invalid attempt carried (kept for inspection, never counted), or None.
 INVALID_COLUMNS = (

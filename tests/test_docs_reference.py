@@ -34,9 +34,15 @@ def test_the_check_catches_a_stale_page(tmp_path, monkeypatch):
 
 def test_column_dictionaries_match_the_writers():
     from agentrel.analysis.axes_table import AXIS_COLUMNS
-    from agentrel.analysis.columns import AXES, CELLS, DAMAGES
-    from agentrel.analysis.export import CELL_EXPORT_COLUMNS, DAMAGE_COLUMNS
+    from agentrel.analysis.columns import AXES, CELLS, DAMAGES, RUNS
+    from agentrel.analysis.export import CELL_EXPORT_COLUMNS, DAMAGE_COLUMNS, RUN_EXPORT_COLUMNS
 
-    for spec, columns in ((DAMAGES, DAMAGE_COLUMNS), (CELLS, CELL_EXPORT_COLUMNS), (AXES, AXIS_COLUMNS)):
+    pairs = (
+        (DAMAGES, DAMAGE_COLUMNS),
+        (RUNS, RUN_EXPORT_COLUMNS),
+        (CELLS, CELL_EXPORT_COLUMNS),
+        (AXES, AXIS_COLUMNS),
+    )
+    for spec, columns in pairs:
         assert tuple(c.name for c in spec.columns) == tuple(columns), spec.name
         assert all(c.meaning.strip() for c in spec.columns)

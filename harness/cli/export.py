@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -49,8 +50,11 @@ def _write(frame: Any, output: Path) -> bool:
     from agentrel.analysis.export import write_csv
 
     if str(output) == "-":
-        frame.to_csv(sys.stdout, index=False, lineterminator="\n", na_rep="")
-        sys.stdout.flush()
+        try:
+            frame.to_csv(sys.stdout, index=False, lineterminator="\n", na_rep="")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head`: the reader has what it wanted; not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return True
     output.parent.mkdir(parents=True, exist_ok=True)
     write_csv(frame, output)
@@ -66,18 +70,49 @@ def damages_command(
     """One row per damage event, with the spec that produced it (the task, or injection:<goal>); an
     outcomes CSV has no events: one row per damaged run, rule and spec empty."""
     from agentrel.analysis.export import damages_frame
+    from agentrel.harness.damage_pricing import damage_pricing
 
     if _describe_or_need("damages", describe, input, output):
         return
     assert input is not None and output is not None
     loaded = load(input, allow_mixed_protocols)
     with user_errors():
-        frame = damages_frame(loaded)
+        frame = damages_frame(loaded, damage_pricing(input) if loaded.kind == "results" else None)
         to_stdout = _write(frame, output)
     what = "damaged runs (no event detail in a CSV)" if loaded.events_synthesized else "damage events"
     err.print(
         f"{len(frame)} {what} from {run_counts(loaded, loaded.cell_count)}", markup=False, soft_wrap=True
     )
+    unpriced = frame[frame["priced"] == "unpriced"]
+    if len(unpriced):
+        severe = int(unpriced["severity"].isin(["high", "critical"]).sum())
+        err.print(
+            f"{len(unpriced)} event(s) have no price (their rule names none; dollars left empty), "
+            f"{severe} of them high or critical severity",
+            markup=False,
+            soft_wrap=True,
+        )
+    if not to_stdout:
+        typer.echo(str(output))
+
+
+def runs_command(
+    input: OptionalInput = None,
+    output: OutOpt = None,
+    allow_mixed_protocols: MixedOpt = False,
+    describe: DescribeOpt = False,
+) -> None:
+    """One row per run, valid or invalid, with its cell's valid-run count: the frequency denominator."""
+    from agentrel.analysis.export import runs_frame
+
+    if _describe_or_need("runs", describe, input, output):
+        return
+    assert input is not None and output is not None
+    loaded = load(input, allow_mixed_protocols)
+    with user_errors():
+        frame = runs_frame(loaded)
+        to_stdout = _write(frame, output)
+    err.print(run_counts(loaded, loaded.cell_count), markup=False, soft_wrap=True)
     if not to_stdout:
         typer.echo(str(output))
 
@@ -135,9 +170,11 @@ def axes_command(
 def register(app: typer.Typer) -> None:
     """Add the `export` group (damages, cells, axes) to the root app."""
     group = typer.Typer(
-        help="Export damage events, per-cell estimates or the operational axes as CSV.", no_args_is_help=True
+        help="Export damage events, runs, per-cell estimates or the operational axes as CSV.",
+        no_args_is_help=True,
     )
     group.command("damages")(damages_command)
+    group.command("runs")(runs_command)
     group.command("cells")(cells_command)
     group.command("axes")(axes_command)
     app.add_typer(group, name="export")
