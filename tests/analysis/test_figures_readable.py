@@ -31,7 +31,5 @@ def test_the_figures_use_them_and_no_log_axis(tmp_path, monkeypatch):
     detection = saved["detection"].axes[0]
     assert detection.get_xscale() == "linear" and "repeats" in detection.get_xlabel()
     dollars = saved["dollars"].axes[0]
-        "dollars"
-    ].canvas else None
     formatter = dollars.xaxis.get_major_formatter()
     assert formatter(206400.0, 0) == "$206,400" and "US dollars" in dollars.get_xlabel()
