@@ -6,8 +6,8 @@
 The command line comes from the Typer app itself (every command, argument and option with its help,
 default and environment variable), the DSL page from dsl/README.md and the grammar file the parser loads,
 the estimator page from analysis/README.md, and the output-file page from the column dictionaries
-in analysis/columns.py, the same ones `agentrel export --describe` prints. `make docs` runs it before `mkdocs build --strict`;
-tests/test_docs_reference.py fails when a committed page is stale.
+in analysis/columns.py, the same ones `agentrel export --describe` prints. `make docs` runs it before
+`mkdocs build --strict`; tests/test_docs_reference.py fails when a committed page is stale.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def test_one_planning_number_with_its_assumption(tmp_path):
             for i in range(1, 9)
         ),
     ]
-    a, section = _findings(tmp_path, records)
+    _, section = _findings(tmp_path, records)
     text = _text(section)
     # The rarest damage: t2, 1 of 8; (7/8)^k <= 0.05 first at k = 23 (0.875^22 = 0.0530, 0.875^23 = 0.0464).
     assert 0.875**22 > 0.05 >= 0.875**23

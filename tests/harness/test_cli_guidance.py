@@ -155,3 +155,8 @@ def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path
     assert (
         "scripted/overreach  csm-goodwill-cap  clean      2  0        2         0     $700.00" in again.stdout
     )
+    # compare on results directories says what it needs, and the route to it.
+    compared = agentrel("compare", str(results), str(results))
+    assert compared.returncode == 3 and compared.stderr.count("\n") == 1
+    assert "a results directory with no scorecard" in compared.stderr
+    assert f"agentrel publish {results}" in compared.stderr
