@@ -126,6 +126,17 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         ev = view.evidence.run(view.index.line(a), snap.manifest, f"{a.run_id}:{a.lineno}:{a.offset}")
         return _html(run_page(a, snap.attempts.get(rid, 1), ev, start))
 
+    def search_endpoint(request: Request) -> Response:
+        from agentrel.harness.records import ResultsDir
+        from agentrel.harness.view.search import search, search_page
+
+        snap = view.snapshot()
+        query = request.query_params.get("q", "").strip()
+        if not query:
+            return _html(message_page("Search", "type some text to find in final messages and transcripts"))
+        hits, read = search(snap.runs.values(), ResultsDir(view.path).transcript_path, query)
+        return _html(search_page(query, hits, read, len(snap.runs)))
+
     def version_endpoint(request: Request) -> Response:
         snap = view.snapshot()
         return JSONResponse(
@@ -139,6 +150,7 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         Route("/", guarded(index_page)),
         Route("/cells", guarded(cells_endpoint)),
         Route("/runs/{run_id}", guarded(run_endpoint)),
+        Route("/search", guarded(search_endpoint)),
         Route("/api/version", guarded(version_endpoint)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -67,7 +67,11 @@ def layout(title: str, body: str, *, version: int | None = None, crumbs: str = "
         '<link rel="stylesheet" href="/static/view.css"><script src="/static/view.js" defer></script>'
         f"</head><body{live}>"
         '<header><a class="brand" href="/">AgentRel</a>'
-        f'<nav>{crumbs}</nav><span id="live" class="live" hidden>live · updating</span></header>'
+        f"<nav>{crumbs}</nav>"
+        '<form class="search" method="get" action="/search" role="search">'
+        '<input type="search" name="q" placeholder="search final messages and transcripts" '
+        'aria-label="search final messages and transcripts"></form>'
+        '<span id="live" class="live" hidden>live · updating</span></header>'
         f"<main>{body}</main></body></html>\n"
     )
 
