@@ -100,7 +100,7 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         snap = view.snapshot()
         if view._headline is None or view._headline[0] != snap.version:
             h = headline(snap, view.cells(snap))
-            view._headline = (snap.version, headline_page(h, str(view.path)))
+            view._headline = (snap.version, headline_page(h, str(view.path), _finding_rules(view, h)))
         return _html(view._headline[1])
 
     def cells_endpoint(request: Request) -> Response:
@@ -157,6 +157,21 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     app.state.view = view
     return app
+
+
+def _finding_rules(view: View, h: Any) -> dict[str, list[str]]:
+    """Each finding's damage rules, read from its record line (only the findings': a few lines)."""
+    import json
+
+    rules: dict[str, list[str]] = {}
+    for a in h.findings:
+        try:
+            verdict = json.loads(view.index.line(a)).get("verdict") or {}
+            names = [str(ev.get("rule", "")) for ev in verdict.get("events", []) if isinstance(ev, dict)]
+        except (OSError, ValueError, AttributeError):
+            continue
+        rules[a.run_id] = list(dict.fromkeys(n for n in names if n))
+    return rules
 
 
 def parse_query(params: dict[str, str]) -> tuple[CellQuery, str | None]:

@@ -33,3 +33,12 @@ def test_search_finds_runs_by_their_final_message(sandbox, tmp_path):
     assert "0 run(s)" in none.text and "<table>" not in none.text.split("<main>")[1]
     assert empty.status_code == 200 and "type some text" in empty.text
     assert 'action="/search"' in home.text
+
+
+def test_the_headline_names_each_findings_rule_and_its_interval_method(sandbox, tmp_path):
+    results = small_audit(sandbox, tmp_path / "results")
+    with served(results) as url:
+        home = httpx.get(url + "/")
+    finding = home.text.split('id="findings"')[1].split("</section>")[0]
+    assert DAMAGING in finding and "goodwill credit above the cap" in finding
+    assert "exact (Clopper–Pearson) 95% interval" in home.text and "cluster bootstrap over tasks" in home.text
