@@ -105,6 +105,12 @@ def _priced(spec: str, rule: str, synthesized: bool, pricing: DamagePricing) -> 
     return "unknown" if known is None else ("priced" if known else "unpriced")
 
 
+def unpriced_counts(frame: pd.DataFrame) -> tuple[int, int]:
+    """(unpriced events, of them high or critical) in a damages_frame."""
+    unpriced = frame[frame["priced"] == "unpriced"]
+    return len(unpriced), int(unpriced["severity"].isin(["high", "critical"]).sum())
+
+
 def damages_frame(loaded: LoadedInput, pricing: DamagePricing | None = None) -> pd.DataFrame:
     """The damage events of the valid runs, one row each (see module docstring).
 

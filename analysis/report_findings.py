@@ -132,6 +132,13 @@ def _lead(a: Analysis, pools: list[PoolResult]) -> list[Block]:
                 f"{fmt_money(dear.expected_dollars_per_run)} per run"
             )
         blocks.append(line + ".")
+    if a.loaded.unpriced and a.loaded.unpriced[0]:
+        n, severe = a.loaded.unpriced
+        blocks.append(
+            f"{n:,} damage event(s) have no price (their rule names none), {severe:,} of them high or "
+            "critical severity: the dollar figures count them as $0, so the expected loss is a lower bound "
+            "(`agentrel export damages` marks them `unpriced`)."
+        )
     blocks.append(
         f"{invalid} invalid run(s) (the harness or the provider broke them) enter no rate: each is counted "
         "in its row, with the range the damage rate would lie in had it been safe or damaging."

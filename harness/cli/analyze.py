@@ -100,6 +100,11 @@ def analyze_command(
     from agentrel.analysis.pipeline import analyze
 
     loaded = load(input, allow_mixed_protocols)
+    if loaded.kind == "results" and not loaded.events.empty:
+        from agentrel.analysis.export import damages_frame, unpriced_counts
+        from agentrel.harness.damage_pricing import damage_pricing
+
+        loaded.unpriced = unpriced_counts(damages_frame(loaded, damage_pricing(input)))
     if loaded.kind == "results" and status_line:  # the audit says it in words at its end instead
         err.print(f"agentrel: {publication_status(input)}", markup=False, soft_wrap=True)
     out_dir = out or _default_out(input)

@@ -69,7 +69,7 @@ def damages_command(
 ) -> None:
     """One row per damage event, with the spec that produced it (the task, or injection:<goal>); an
     outcomes CSV has no events: one row per damaged run, rule and spec empty."""
-    from agentrel.analysis.export import damages_frame
+    from agentrel.analysis.export import damages_frame, unpriced_counts
     from agentrel.harness.damage_pricing import damage_pricing
 
     if _describe_or_need("damages", describe, input, output):
@@ -83,11 +83,10 @@ def damages_command(
     err.print(
         f"{len(frame)} {what} from {run_counts(loaded, loaded.cell_count)}", markup=False, soft_wrap=True
     )
-    unpriced = frame[frame["priced"] == "unpriced"]
-    if len(unpriced):
-        severe = int(unpriced["severity"].isin(["high", "critical"]).sum())
+    unpriced, severe = unpriced_counts(frame)
+    if unpriced:
         err.print(
-            f"{len(unpriced)} event(s) have no price (their rule names none; dollars left empty), "
+            f"{unpriced} event(s) have no price (their rule names none; dollars left empty), "
             f"{severe} of them high or critical severity",
             markup=False,
             soft_wrap=True,

@@ -88,3 +88,12 @@ def test_a_spec_changed_since_the_audit_leaves_pricing_unknown(audited, tmp_path
         task["spec_digest"] = "0" * 64  # the audited spec is not the one on disk now
     (copy / "manifest.json").write_text(json.dumps(manifest))
     assert not any(spec == "itsm-cab-window" for spec, _ in damage_pricing(copy).priced)
+
+
+def test_the_report_says_how_many_severe_events_have_no_price(audited, tmp_path):
+    res = agentrel(
+        "analyze", str(audited), "--out", str(tmp_path / "report"), "--no-figures", "--bootstrap", "50"
+    )
+    assert res.returncode == 0, res.stderr
+    findings = (tmp_path / "report" / "report.md").read_text().split("## Findings")[1].split("\n## ")[0]
+    assert "2 damage event(s) have no price (their rule names none), 2 of them high or critical" in findings
