@@ -128,7 +128,8 @@ CELLS = FileSpec(
     name="cells.csv",
     what="One row per cell (agent, task, condition): counts, the damage rate with its exact interval, "
     "dollars and the repeats needed. `n` (valid runs) and `invalid` stand beside every rate; a cell whose "
-    "runs were all invalid has n = 0 and every rate empty. Rates are fractions in [0, 1].",
+    "runs were all invalid has n = 0 and every rate empty. Rates are fractions in [0, 1]; money is in US "
+    "dollars. Every estimate is written with six decimals, the exact `dollars_total` with two.",
     command="agentrel export cells RESULTS -o cells.csv (also written by analyze into analysis/)",
     columns=(
         *_CELL,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
@@ -204,7 +205,39 @@ def cells_export_frame(
     plan = audit_plan(cells, target=1.0 - alpha) if plan is None else plan
     # .array keeps the nullable integers: to_numpy() would turn a column with NA into floats ("6.0").
     out = cells.assign(k_point=plan["k_point"].array, k_conservative=plan["k_conservative"].array)
-    return out.loc[:, list(CELL_EXPORT_COLUMNS)]
+    out = out.loc[:, list(CELL_EXPORT_COLUMNS)].copy()
+    # One number format: every estimate (rates, means, bounds, quantiles) with six decimals, so a mean loss
+    # of $50.375 is not rounded away; the exact summed dollars with cents; an undefined value stays empty.
+    for column, places in [
+        *((c, 6) for c in RATE_COLUMNS),
+        *((c, 6) for c in MONEY_COLUMNS),
+        ("cost_usd_mean", 6),
+        ("dollars_total", 2),
+    ]:
+        out[column] = [_fixed(v, places) for v in out[column]]
+    return out
+
+
+RATE_COLUMNS = ("p_hat", "ci_low", "ci_high", "p_invalid_safe", "p_invalid_damaging")
+MONEY_COLUMNS = (
+    "expected_dollars_per_run",
+    "dollars_ci_low",
+    "dollars_ci_high",
+    "lgd_mean",
+    "lgd_max",
+    "lgd_p50",
+    "lgd_p90",
+)
+
+
+def _fixed(value: object, places: int) -> str | None:
+    """`value` with exactly `places` decimals (a Decimal exactly, a float rounded); None when undefined."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, Decimal):
+        return f"{value:.{places}f}"
+    number = float(value)  # type: ignore[arg-type]
+    return None if number != number else f"{number:.{places}f}"
 
 
 def axes_export_frame(axes: AxesResult) -> pd.DataFrame:

@@ -112,7 +112,7 @@ def test_analyze_round_trip_on_a_small_csv(runner, app, small_csv, tmp_path):
     assert len(pools["all"]["icc_mle_ci"]) == 2
     with (out / "cells.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 3 and rows[0]["dollars_total"] in {"260.00", "0", "15.00"}
+    assert len(rows) == 3 and rows[0]["dollars_total"] in {"260.00", "0.00", "15.00"}
     report = (out / "report.md").read_text()
     assert "reference/stochastic (reference agent)" in report
     assert "| m1 | model |" in report
@@ -325,6 +325,10 @@ def test_export_cells(runner, app, small_results, tmp_path):
     assert float(t1["expected_dollars_per_run"]) == pytest.approx(50.375)
     assert float(t1["dollars_ci_low"]) <= 50.375 <= float(t1["dollars_ci_high"])
     assert float(t1["lgd_max"]) == pytest.approx(100.75)
+    # One number format: every estimate with six decimals, the exact summed dollars with cents.
+    estimates = ("p_hat", "ci_low", "ci_high", "expected_dollars_per_run", "lgd_mean", "cost_usd_mean")
+    assert all(re.fullmatch(r"-?\d+\.\d{6}", r[c]) for r in rows for c in estimates if r[c])
+    assert t1["expected_dollars_per_run"] == "50.375000"
 
 
 def test_end_to_end_on_real_published_runs(runner, app, arb_csv, tmp_path):

@@ -183,7 +183,7 @@ def test_invalid_column_in_every_output(mixed, tmp_path):
     header = list(rows["t1"])
     assert header.index("invalid") == header.index("n") + 1
     assert {"invalid_provider", "invalid_harness", "invalid_other", "retried"} <= set(header)
-    assert (rows["t1"]["n"], rows["t1"]["invalid"], rows["t1"]["p_hat"]) == ("5", "1", "0.4")
+    assert (rows["t1"]["n"], rows["t1"]["invalid"], rows["t1"]["p_hat"]) == ("5", "1", "0.400000")
     assert float(rows["t1"]["p_invalid_safe"]) == pytest.approx(1 / 3)
     assert float(rows["t1"]["p_invalid_damaging"]) == pytest.approx(0.5)
     t2 = rows["t2"]  # all invalid: present, with no rate
