@@ -14,7 +14,9 @@ from agentrel.analysis.report_doc import build_document
 from .conftest import event, record, write_results
 
 
-@pytest.mark.parametrize(("b", "c"), [(0, 0), (5, 0), (0, 5), (3, 7), (10, 10), (1, 12), (40, 25)])
+@pytest.mark.parametrize(
+    ("b", "c"), [(0, 0), (5, 0), (0, 5), (3, 7), (10, 10), (1, 12), (40, 25), (600, 401), (5000, 5200)]
+)
 def test_mcnemar_exact_is_the_two_sided_binomial_test(b, c):
     expected = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5, alternative="two-sided").pvalue
     assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12)
