@@ -41,7 +41,7 @@ def _describe_or_need(kind: str, describe: bool, input: Path | None, output: Pat
     if input is None:
         raise UsageError(f"export {kind}: give a results directory or an outcomes CSV")
     if output is None:
-        raise UsageError(f"export {kind}: give -o FILE (or -o - for standard output)")
+        raise UsageError(f"export {kind}: give -o/--output FILE (or -o - for standard output)")
     return False
 
 

@@ -73,7 +73,7 @@ def test_an_unfrozen_audit_ends_in_words_with_the_commands_that_make_it_publisha
     assert described.returncode == 0 and described.stdout.startswith("damages.csv:")
     assert any(line.startswith("dollars ") for line in described.stdout.splitlines())
     missing = agentrel("export", "cells", str(results))
-    assert missing.returncode == 2 and "give -o FILE (or -o - for standard output)" in missing.stderr
+    assert missing.returncode == 2 and "give -o/--output FILE (or -o - for standard output)" in missing.stderr
 
 
 def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path):
