@@ -55,7 +55,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     if n <= EXACT_UP_TO:
-        tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2**n
+        tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / (1 << n)
     else:
         tail = float(stats.binom.cdf(min(b, c), n, 0.5))
     return min(1.0, 2.0 * tail)
@@ -137,8 +137,6 @@ def paired_differences(runs: pd.DataFrame) -> list[PairedDifference]:
                 total = _five(table.sum()) if len(table) else (0, 0, 0, 0, 0)
                 out.append(_difference(a, b, str(condition), "all", axis, total, sum(unpaired.values())))
                 for task in tasks:
-                    counts = (
-                        tuple(int(v) for v in table.loc[task]) if task in table.index else (0, 0, 0, 0, 0)
-                    )
+                    counts = _five(table.loc[task]) if task in table.index else (0, 0, 0, 0, 0)
                     out.append(_difference(a, b, str(condition), task, axis, counts, unpaired[task]))
     return out
