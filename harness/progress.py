@@ -2,7 +2,7 @@
 
 In a terminal it is a live bar. Anywhere else (CI, `nohup`, `tee`, a pipe) a live bar prints nothing
 until the end, so a plain line is printed instead at the start, then every `every_s` seconds while runs
-land, then at the end: `audit: 120/320 runs (37%), 9.8 runs/s, this session: 14 damaging, 0 invalid,
+land, then at the end: `audit 120/320 runs (37%), 9.8 runs/s, this session: 14 damaging, 0 invalid,
 0 retries, ETA 20s`. The damaging and invalid counts are of the runs attempted in this session: a resumed
 audit's runs recorded earlier are in M/N but not in those counts, and the labels say so.
 """
@@ -25,7 +25,7 @@ def plain_line(
     damaging, invalid, retries = counts
     rate = new / elapsed if elapsed > 0 else 0.0
     share = f" ({done * 100 // total}%)" if total else ""
-    line = f"audit: {done:,}/{total:,} runs{share}, {rate:.2f} runs/s, "
+    line = f"audit {done:,}/{total:,} runs{share}, {rate:.2f} runs/s, "
     line += "this session: " if already else ""
     line += f"{damaging:,} damaging, {invalid:,} invalid, {retries:,} retries"
     left = total - done

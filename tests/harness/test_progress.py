@@ -23,11 +23,11 @@ def test_piped_progress_prints_a_line_at_start_every_interval_and_at_the_end():
             clock.now += 3.0  # 3 s a run: a line every fourth run or so
             p.attempted(damaging=i % 3 == 0, invalid=i == 9, retry=False)
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "audit: 0/10 runs (0%), 0.00 runs/s, 0 damaging, 0 invalid, 0 retries"
+    assert lines[0] == "audit 0/10 runs (0%), 0.00 runs/s, 0 damaging, 0 invalid, 0 retries"
     assert lines[1].startswith(
-        "audit: 4/10 runs (40%), 0.33 runs/s, 2 damaging, 0 invalid, 0 retries, ETA 18s"
+        "audit 4/10 runs (40%), 0.33 runs/s, 2 damaging, 0 invalid, 0 retries, ETA 18s"
     )
-    assert lines[-1] == "audit: 10/10 runs (100%), 0.33 runs/s, 4 damaging, 1 invalid, 0 retries"
+    assert lines[-1] == "audit 10/10 runs (100%), 0.33 runs/s, 4 damaging, 1 invalid, 0 retries"
     assert 3 <= len(lines) <= 5 and "━" not in stream.getvalue()  # no bar drawn into a log
 
 
@@ -39,7 +39,7 @@ def test_a_resumed_audit_labels_its_counts_as_this_sessions():
         p.attempted(damaging=True, invalid=False, retry=False)
     last = stream.getvalue().splitlines()[-1]
     assert last == (
-        "audit: 301/320 runs (94%), 0.50 runs/s, this session: 1 damaging, 0 invalid, 1 retries, "
+        "audit 301/320 runs (94%), 0.50 runs/s, this session: 1 damaging, 0 invalid, 1 retries, "
         "ETA 38s (300 recorded before)"
     )
 
