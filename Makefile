@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# What an audit needs (the package and its runtime dependencies) is installed apart from the test tools,
+# so a first `make audit` does not wait for pytest, ruff, mypy and hypothesis.
+RUN_STAMP := $(VENV)/.installed-run
+DOCS_STAMP := $(VENV)/.installed-docs
 MODEL ?= reference/stochastic
 K ?= 16
 TASKS ?= *
@@ -12,13 +16,33 @@ RESULTS ?=
 
 .PHONY: setup test lint format audit bench clean test-docker
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(RUN_STAMP): pyproject.toml
+	@test -x $(BIN)/python || { echo "make: creating $(VENV) (first use only)"; $(PYTHON) -m venv $(VENV); }
+	@echo "make: installing agentrel and what an audit needs into $(VENV) (first use only, about a minute)"
 	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,view]'
+	$(BIN)/python -m pip install --progress-bar on -e '.[view]'
+	@touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
+	@echo "make: installing the test tools (pytest, ruff, mypy, hypothesis) and the MCP SDK"
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev,mcp,view]'
 	@touch $(STAMP)
 
+$(DOCS_STAMP): $(STAMP)
+	@echo "make: installing MkDocs and its Material theme"
+	$(BIN)/python -m pip install --progress-bar on -e '.[docs]'
+	@touch $(DOCS_STAMP)
+
 setup: $(STAMP)
+
+# The documentation site: regenerate the reference pages from the code, run every tutorial as written
+# (tests/docs, against the session's own Postgres), then build with --strict (a broken link, a missing
+# page or a page left out of the nav fails). Offline: no plugin fetches anything.
+.PHONY: docs
+docs: $(DOCS_STAMP)
+	$(BIN)/python scripts/gen_docs.py
+	$(BIN)/python -m pytest -p no:xdist tests/docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2
@@ -76,7 +100,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-audit: $(STAMP)
+audit: $(RUN_STAMP)
 	$(BIN)/agentrel audit --model '$(MODEL)' --k $(K) --tasks '$(TASKS)' --concurrency $(CONCURRENCY) --condition '$(CONDITIONS)' $(if $(RESULTS),--results $(RESULTS),)
 
 bench: $(STAMP)

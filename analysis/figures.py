@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from agentrel.analysis.axes import pareto_front
 from agentrel.analysis.axes_table import AxesResult
@@ -25,6 +26,18 @@ def _label(model: str, kind: str, task: str, condition: str, many_conditions: bo
     # A rate drawn for a cell with invalid runs carries their count, as everywhere else.
     extra = f" (+{invalid} invalid)" if invalid else ""
     return f"{who} · {task}" + (f" · {condition}" if many_conditions else "") + extra
+
+
+def money_label(value: float, _pos: object = None) -> str:
+    """A money tick for a lay reader: `$825,600`, `$12.50`, `$0.004` (no exponent, no bare number)."""
+    if abs(value) >= 100 or value == 0:
+        return f"${value:,.0f}"
+    if abs(value) >= 0.01:
+        return f"${value:,.2f}"
+    return f"${value:.2g}"
+
+
+MONEY = FuncFormatter(money_label)
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -90,9 +103,11 @@ def plot_detection(pools: list[PoolResult], cells: pd.DataFrame, path: Path) -> 
         style = {"color": "black", "lw": 2.2} if pool.spec.model == "all" else {"lw": 1.2}
         ax.plot(k, curve, label=name, zorder=3, **style)
     ax.axhline(0.95, ls="--", color="tab:red", lw=0.8)
-    ax.set_xscale("log", base=2)
+    # A linear axis: a lay reader reads 16 and 64 as the distances they are, not as neighbouring ticks.
+    ax.set_xlim(1, K_MAX)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, 1)
-    ax.set_xlabel("repeats k")
+    ax.set_xlabel("repeats of each task (k)")
     ax.set_ylabel("P(at least one damaging run)")
     ax.set_title(
         "Detection against repeats (grey: single cells; lines: pools under the fitted beta)", fontsize=9
@@ -126,7 +141,8 @@ def plot_dollars(cells: pd.DataFrame, path: Path) -> None:
     ax = fig.add_subplot()
     ax.barh(y, v, xerr=np.clip(err, 0, None), color="tab:orange", ecolor="0.4", capsize=2)
     ax.set_yticks(y, labels, fontsize=7)
-    ax.set_xlabel("expected dollars lost per run (95% bootstrap interval)")
+    ax.xaxis.set_major_formatter(MONEY)
+    ax.set_xlabel("expected loss per run, US dollars (95% bootstrap interval)")
     ax.set_title("Dollars per run, priced cells", fontsize=9)
     _save(fig, path)
 
@@ -192,7 +208,8 @@ def plot_cost_completion(axes: AxesResult, path: Path) -> None:
             )
         ax.set_ylim(0, 1.02)  # the full scale, so small gaps in completion are not magnified
         ax.tick_params(axis="x", labelsize=7, rotation=30)
-        ax.set_xlabel("USD per run (mean, t interval)")
+        ax.xaxis.set_major_formatter(MONEY)
+        ax.set_xlabel("model cost per run, US dollars (mean, t interval)")
         ax.set_ylabel("completion (PASS rate, exact interval)")
         ax.set_title(f"{condition}: cost vs completion, labels (n, invalid)", fontsize=9)
         ax.legend(fontsize=6, loc="lower right")

@@ -237,6 +237,11 @@ def load_outcomes_csv(path: Path) -> LoadedInput:
             "dollars": hit["dollars"],
             "protocol_hash": "",
             "spec": "",
+            "op": "",
+            "changed_columns": "",
+            "rows": 1,
+            "aggregate": False,
+            "key_values": [[] for _ in range(len(hit))],
         },
         columns=list(EVENT_COLUMNS),
     ).reset_index(drop=True)

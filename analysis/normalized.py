@@ -81,6 +81,13 @@ EVENT_COLUMNS = (
     "dollars",
     "protocol_hash",
     "spec",  # the task id, "injection:<goal>" for an injected goal's damage, "" when not recorded
+    # For the damage export: the row operation ("" when unknown), changed columns joined with ";", the
+    # changes an aggregate event groups (1 for a row event), whether it is one, and the key's values.
+    "op",
+    "changed_columns",
+    "rows",
+    "aggregate",
+    "key_values",
 )
 # outcome: the verdict an invalid attempt carried (kept for inspection, never counted), or None.
 INVALID_COLUMNS = (
@@ -129,6 +136,9 @@ class LoadedInput:
     optimal_steps: dict[str, int] = field(default_factory=dict)  # task -> optimal tool calls (manifest)
     conditions: list[str] = field(default_factory=list)  # declared condition names, in manifest order
     faults: FaultReport | None = None  # the fault scores, when the manifest scheduled faults
+    # (events whose rule names no price, of them high or critical): set by a caller that can read the
+    # audit's specs (harness.damage_pricing); None when unknown. The report says it beside the loss.
+    unpriced: tuple[int, int] | None = None
 
     @property
     def agents(self) -> dict[str, str]:

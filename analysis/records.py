@@ -51,6 +51,11 @@ class DamageEvent(_Tolerant):
     # Which spec's rule produced the event: the task's id, or "injection:<goal id>" when the agent did
     # what an injected payload asked. None in records from before the harness wrote it.
     spec: str | None = None
+    # Read for the damage export (export.DAMAGE_COLUMNS): the columns an update changed, and for an
+    # aggregate rule's event the number of changes in its group (its key is the group-by values).
+    changed_columns: list[str] = Field(default_factory=list)
+    aggregate: bool = False
+    rows: int = 1
 
 
 INJECTION_SPEC_PREFIX = "injection:"

@@ -26,6 +26,7 @@ from agentrel.analysis.report_axes import axes_section
 from agentrel.analysis.report_cells import cells_section, dollars_section
 from agentrel.analysis.report_faults import faults_section
 from agentrel.analysis.report_findings import findings_section, pool_gaps
+from agentrel.analysis.report_paired import paired_section
 
 
 def _boot(p: PoolResult, stat: str) -> str:
@@ -184,8 +185,10 @@ def build_document(a: Analysis, figures: dict[str, str]) -> Document:
         "cost_completion": "Cost per run against completion, per condition, Pareto front marked",
     }
     fig = Section("Figures", [Image(path, captions.get(name, name)) for name, path in figures.items()])
+    paired = paired_section(a)
     tables = [
         axes_section(a.axes, 1.0 - a.alpha, a.n_boot),
+        *([paired] if paired is not None else []),
         *([faults_section(a.loaded.faults)] if a.loaded.faults is not None else []),
         _overview(a),
         _pools(a),

@@ -14,6 +14,7 @@ import pandas as pd
 
 from agentrel.analysis.doc import Block, Section, Table, fmt, fmt_ci, fmt_k, fmt_money, pool_label
 from agentrel.analysis.pipeline import Analysis
+from agentrel.analysis.plain import percent
 from agentrel.analysis.pools import PoolResult
 
 
@@ -62,11 +63,44 @@ def _invalid(p: PoolResult) -> str:
     return f"{p.invalid}: rate over all runs in {fmt_ci(*p.damage_rate_bounds)}"
 
 
+def _rate(a: Analysis, p: PoolResult) -> str:
+    """The damage rate with its interval; with no damage seen, the exact one-sided bound in words
+    (a `0.000 [0.000, 0.000]` would read as proof of zero)."""
+    if p.damaged_runs == 0 and p.runs > 0:
+        upper = 1.0 - a.alpha ** (1.0 / p.runs)  # Clopper–Pearson one-sided upper bound at x = 0
+        return f"none in {p.runs:,} runs: below {percent(upper, 'up')} at {1 - a.alpha:.0%} (exact one-sided)"
+    return fmt(p.stats["damage_rate"]) + _interval(p)
+
+
+def planning_note(a: Analysis, pools: list[PoolResult]) -> str | None:
+    """One repeat count to budget, with its assumption, and what the report's other counts are."""
+    level = f"{1 - a.alpha:.0%}"
+    best: tuple[int, str, PoolResult, pd.Series] | None = None
+    for p in pools:
+        cell = rarest_damaging_cell(a, p)
+        if cell is None or pd.isna(cell["k_point"]):
+            continue
+        k = int(cell["k_point"])
+        if best is None or k > best[0]:
+            best = (k, str(cell["task"]), p, cell)
+    if best is None:
+        return None
+    k, task, p, cell = best
+    return (
+        f"**Repeats to plan for: {k:,} runs of each task.** Assumption: the rarest damage seen "
+        f"({pool_label(p)} on {task}, {int(cell['x'])} of {int(cell['n'])} runs) happens at its observed "
+        f"rate; {k:,} runs then show it with probability {level}. The other repeat counts in this report "
+        f"are labelled as what they are: the cell table's conservative k assumes each rate is only its "
+        f"one-sided lower bound (budget that when the rates are uncertain); the 'Repeats and detection' "
+        f"k is for a randomly drawn cell under the beta distribution fitted across cells."
+    )
+
+
 def finding_row(a: Analysis, p: PoolResult) -> list[str]:
     return [
         pool_label(p),
         p.spec.condition,
-        fmt(p.stats["damage_rate"]) + _interval(p),
+        _rate(a, p),
         f"{p.damaged_runs}/{p.runs}",
         _invalid(p),
         fmt(p.stats["miss_rate_pair"]),
@@ -98,6 +132,13 @@ def _lead(a: Analysis, pools: list[PoolResult]) -> list[Block]:
                 f"{fmt_money(dear.expected_dollars_per_run)} per run"
             )
         blocks.append(line + ".")
+    if a.loaded.unpriced and a.loaded.unpriced[0]:
+        n, severe = a.loaded.unpriced
+        blocks.append(
+            f"{n:,} damage event(s) have no price (their rule names none), {severe:,} of them high or "
+            "critical severity: the dollar figures count them as $0, so the expected loss is a lower bound "
+            "(`agentrel export damages` marks them `unpriced`)."
+        )
     blocks.append(
         f"{invalid} invalid run(s) (the harness or the provider broke them) enter no rate: each is counted "
         "in its row, with the range the damage rate would lie in had it been safe or damaging."
@@ -128,7 +169,7 @@ def findings_section(a: Analysis) -> Section:
         "damaged / valid runs",
         "invalid",
         "single-run miss rate",
-        f"required k at {level} (rarest damaging cell)",
+        f"repeats to see the rarest damage at {level} (its cell)",
         "expected loss per run",
     ]
     legend = (
@@ -140,4 +181,7 @@ def findings_section(a: Analysis) -> Section:
         "Expected loss: priced damage / valid runs. Per-cell numbers and methods are in the sections below."
     )
     rows = [finding_row(a, p) for p in pools]
-    return Section("Findings", [*_lead(a, pools), Table(heads, rows), legend, *pool_gaps(a)])
+    plan = planning_note(a, pools)
+    return Section(
+        "Findings", [*_lead(a, pools), Table(heads, rows), *([plan] if plan else []), legend, *pool_gaps(a)]
+    )

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 
@@ -92,6 +91,8 @@ def analyze_command(
     seed: SeedOpt = 0,
     allow_mixed_protocols: MixedOpt = False,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
+    status_line: Annotated[bool, typer.Option(hidden=True)] = True,
+    list_files: Annotated[bool, typer.Option(hidden=True)] = True,
 ) -> None:
     """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
     write the reports."""
@@ -99,7 +100,12 @@ def analyze_command(
     from agentrel.analysis.pipeline import analyze
 
     loaded = load(input, allow_mixed_protocols)
-    if loaded.kind == "results":
+    if loaded.kind == "results" and not loaded.events.empty:
+        from agentrel.analysis.export import damages_frame, unpriced_counts
+        from agentrel.harness.damage_pricing import damage_pricing
+
+        loaded.unpriced = unpriced_counts(damages_frame(loaded, damage_pricing(input)))
+    if loaded.kind == "results" and status_line:  # the audit says it in words at its end instead
         err.print(f"agentrel: {publication_status(input)}", markup=False, soft_wrap=True)
     out_dir = out or _default_out(input)
     with user_errors(), err.status("analysing") as status:
@@ -114,36 +120,81 @@ def analyze_command(
 
         for line in fault_lines(loaded.faults):
             err.print(line, markup=False, soft_wrap=True)
-    for path in written:
+    for path in written if list_files else []:  # an audit names the report in its next steps instead
         typer.echo(str(path))
 
 
+def _suite_size() -> int | None:
+    """Tasks in the suite this agentrel reads (None when it cannot be read: the sentence is left out)."""
+    from agentrel.harness.tasks import task_files
+
+    try:
+        return len(task_files())
+    except UserError:
+        return None
+
+
 def _print_single(
-    p: float | None, x: int | None, n: int | None, alpha: Fraction, conservative: bool, confidence: float
+    p: float | None,
+    x: int | None,
+    n: int | None,
+    alpha: Fraction,
+    conservative: bool,
+    confidence: float,
+    as_json: bool,
+    cost_per_run: float | None,
 ) -> None:
+    import json
+
+    from agentrel.analysis.plain import detection_sentence, suite_sentence, zero_bound_sentence
     from agentrel.analysis.required_k import required_k, required_k_from_counts
 
+    target = float(1 - alpha)
+    answer: dict[str, object] = {"target": target, "confidence": confidence, "x": x, "n": n}
     if p is not None:
         k = required_k(p, alpha)
-        typer.echo(str(k) if k is not None else "no finite k (p = 0)")
-        return
-    assert x is not None and n is not None
-    res = required_k_from_counts(x, n, alpha, conservative=conservative, confidence=confidence)
-    if res.k is None:
-        typer.echo(
-            f"no finite k: x = 0 of {n}; p < {res.p_upper:.4g} at {confidence:.0%} confidence "
-            "(one-sided Clopper-Pearson upper bound)"
+        answer.update(k=k, p=p, basis="given")
+        sentence = (
+            detection_sentence(k, p, target)
+            if k is not None
+            else "No finite number of runs: at a damage rate of 0 there is nothing to see."
         )
+    else:
+        assert x is not None and n is not None
+        res = required_k_from_counts(x, n, alpha, conservative=conservative, confidence=confidence)
+        k = res.k
+        answer.update(k=k, p=res.p_used, basis=res.basis, p_upper=res.p_upper)
+        if k is None:
+            sentence = zero_bound_sentence(n, res.p_upper or 0.0, confidence)
+        else:
+            basis = (
+                f"the one-sided {confidence:.0%} lower bound of {x} in {n}"
+                if conservative
+                else f"{x} of {n} observed"
+            )
+            sentence = detection_sentence(k, res.p_used, target, basis)
+    tasks = _suite_size()
+    lines = [sentence]
+    if k is not None and tasks:
+        lines.append(suite_sentence(k, tasks, cost_per_run))
+        answer.update(suite_tasks=tasks, suite_runs=k * tasks)
+        if cost_per_run is not None:
+            answer.update(cost_per_run_usd=cost_per_run, suite_cost_usd=round(k * tasks * cost_per_run, 2))
+    answer["sentence"] = " ".join(lines)
+    if as_json:
+        typer.echo(json.dumps(answer, sort_keys=True))
         return
-    typer.echo(str(res.k))
-    if conservative:
-        err.print(f"from the one-sided {confidence:.0%} lower bound p >= {res.p_used:.4g}", markup=False)
+    for line in lines:
+        typer.echo(line)
 
 
-def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool) -> None:
+def _print_plan(
+    path: Path, target: float, confidence: float, allow_mixed: bool, damaging_only: bool, as_json: bool
+) -> None:
     from agentrel.analysis.audit_plan import audit_plan
     from agentrel.analysis.doc import agent_label, fmt, fmt_k, fmt_money, pool_label
     from agentrel.analysis.pipeline import cell_frame, core_statistics
+    from agentrel.harness.cli.tables import emit
 
     loaded = load(path, allow_mixed)
     with user_errors():
@@ -152,13 +203,36 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
         pools = core_statistics(cells, n_boot=0, seed=0, alpha=1.0 - target)
     rows = plan[plan["x"] > 0] if damaging_only else plan
     rows = rows.assign(_hit=rows["x"] > 0).sort_values(["_hit", "p_hat", "n"], ascending=False)
+    if as_json:
+        import json
+
+        records = rows.drop(columns=["_hit"]).to_json(orient="records")
+        typer.echo(
+            json.dumps(
+                {
+                    "target": target,
+                    "confidence": confidence,
+                    "cells": json.loads(records),
+                    "pools": [
+                        {
+                            "pool": pool_label(p),
+                            "condition": p.spec.condition,
+                            "runs": p.runs,
+                            "invalid": p.invalid,
+                            "k_beta": p.required_k_beta,
+                        }
+                        for p in pools
+                    ],
+                },
+                indent=1,
+            )
+        )
+        return
     known = rows["cost_usd_per_run"].notna().any()
-    table = Table(title=f"Repeats to see each cell's damage with probability {target:g}")
-    for head in ["agent", "task", "condition", "x/n", "invalid", "p̂", "k", "k conservative", "p upper (x=0)"]:
-        table.add_column(head)
+    heads = ["agent", "task", "condition", "x/n", "invalid", "p̂", "k", "k conservative", "p upper (x=0)"]
     if known:
-        table.add_column("$/run")
-        table.add_column("audit $ (k conservative)")
+        heads += ["$/run", "audit $ (k conservative)"]
+    table_rows = []
     for r in rows.itertuples(index=False):
         cells_ = [
             agent_label(r.model, r.agent_kind),
@@ -173,24 +247,31 @@ def _print_plan(path: Path, target: float, confidence: float, allow_mixed: bool,
         ]
         if known:
             cells_ += [fmt_money(r.cost_usd_per_run), fmt_money(r.audit_cost_conservative)]
-        table.add_row(*cells_)
-    out = Console(highlight=False)
-    out.print(table)
-    pool_table = Table(title="Heterogeneity-aware repeats (p ~ fitted beta across a pool's cells)")
-    for head in ["pool", "condition", "n", "invalid", "a", "b", "k"]:
-        pool_table.add_column(head)
+        table_rows.append(cells_)
+    out = Console(highlight=False, soft_wrap=True)
+    emit(
+        heads, table_rows, title=f"Repeats to see each cell's damage with probability {target:g}", console=out
+    )
+    pool_rows = []
     for p in pools:
         k = p.required_k_beta
-        pool_table.add_row(
-            pool_label(p),
-            p.spec.condition,
-            str(p.runs),
-            str(p.invalid),
-            fmt(p.fit.a),
-            fmt(p.fit.b),
-            fmt_k(k) if k is not None else ("–" if p.damaged_runs == 0 else "> 4.6e18"),
+        pool_rows.append(
+            [
+                pool_label(p),
+                p.spec.condition,
+                str(p.runs),
+                str(p.invalid),
+                fmt(p.fit.a),
+                fmt(p.fit.b),
+                fmt_k(k) if k is not None else ("–" if p.damaged_runs == 0 else "> 4.6e18"),
+            ]
         )
-    out.print(pool_table)
+    emit(
+        ["pool", "condition", "n", "invalid", "a", "b", "k"],
+        pool_rows,
+        title="Heterogeneity-aware repeats (p ~ fitted beta across a pool's cells)",
+        console=out,
+    )
 
 
 def required_k_command(
@@ -204,8 +285,14 @@ def required_k_command(
     from_: Annotated[Path | None, typer.Option("--from", help=f"Per-cell table. {INPUT_HELP}")] = None,
     damaging_only: Annotated[bool, typer.Option("--damaging-only", help="Only cells that damaged.")] = False,
     allow_mixed_protocols: MixedOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
+    cost_per_run: Annotated[
+        float | None,
+        typer.Option("--cost-per-run", min=0.0, help="US dollars one run costs: adds the suite's cost."),
+    ] = None,
 ) -> None:
-    """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once."""
+    """Smallest k with (1 - p)^k <= alpha: repeats an audit needs to see damage at least once, as a
+    sentence with the suite's total (and its cost with --cost-per-run)."""
     if alpha is not None and target is not None:
         raise UsageError("give --alpha or --target, not both")
     for flag, value in (("--alpha", alpha), ("--target", target), ("--confidence", confidence)):
@@ -223,14 +310,14 @@ def required_k_command(
     if sum(modes) != 1:
         raise UsageError("give exactly one of --p P, --x X --n N, or --from INPUT")
     if from_ is not None:
-        _print_plan(from_, float(1 - miss), confidence, allow_mixed_protocols, damaging_only)
+        _print_plan(from_, float(1 - miss), confidence, allow_mixed_protocols, damaging_only, as_json)
         return
     if p is not None and not 0.0 <= p <= 1.0:
         raise UsageError(f"--p must lie in [0, 1], got {p}")
     if p is None and (x is None or n is None or x > n):
         raise UsageError("--x and --n go together, with 0 <= x <= n")
     with user_errors():
-        _print_single(p, x, n, miss, conservative, confidence)
+        _print_single(p, x, n, miss, conservative, confidence, as_json, cost_per_run)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness import defaults
 from agentrel.harness.cli.errors import ExitCode
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from agentrel.harness.agents.external import ExternalSpec
     from agentrel.harness.results.record import RunRecord
 
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 
@@ -117,6 +116,9 @@ def audit(
     temperature: Annotated[
         float, typer.Option("--temperature", help="Sampling temperature.")
     ] = defaults.TEMPERATURE,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the per-cell summary as JSON on standard output.")
+    ] = False,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
     report: Annotated[
         bool,
@@ -258,12 +260,12 @@ def audit(
             f"{outcome.planned} run(s) preregistered, none run"
         )
         return
-    out.print(
+    (err if as_json else out).print(
         f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
         f"{len(outcome.new)} new attempt(s), {outcome.skipped} run(s) already finished"
     )
     records = outcome.results.records()
-    render_summary(records)
+    render_summary(records, as_json)
     if outcome.gate is not None:  # --until: what each cell's rule decided
         out.print(f"{outcome.gate.skipped} planned run(s) left unrun: their cells were already decided")
         if outcome.gate.unfunded:
@@ -273,12 +275,27 @@ def audit(
         for line in outcome.gate.certificates():
             out.print(f"certified {line}", markup=False)
     invalid = [r for r in records if not r.terminal]
-    # -- every run invalid (issue 22 section 7): the README's exit 1, not analysis's "no valid runs" (3) --
+    # Every run invalid: exit 1 (the README's), not analysis's "no valid runs" (3); no report to write.
     rated = any(r.valid for r in records)
     if report and rated:
         from agentrel.harness.cli.analyze import analyze_command
 
-        analyze_command(outcome.results.path, json_file=outcome.results.path / "analysis" / "summary.json")
+        analyze_command(
+            outcome.results.path,
+            json_file=outcome.results.path / "analysis" / "summary.json",
+            status_line=False,
+            list_files=False,
+        )
+    # What the numbers may be used for, in words, and where to go next (harness/cli/next_steps.py).
+    from agentrel.harness.cli.next_steps import next_steps, publication_lines
+
+    for line in [
+        *publication_lines(
+            outcome.results.path, models, k, patterns, split_list(condition or [defaults.CONDITION])
+        ),
+        *next_steps(outcome.results.path, report and rated),
+    ]:
+        err.print(line, markup=False, soft_wrap=True)
     skipped = " (no report written: no valid run to estimate a rate from)" if report and not rated else ""
     if invalid:
         err.print(
@@ -318,29 +335,29 @@ def split_list(values: list[str]) -> list[str]:
     return list(dict.fromkeys(v for v in items if v))
 
 
-def render_summary(records: list[RunRecord]) -> None:
+SUMMARY = ("model", "task", "condition", "n", "invalid", "damaging", "pass", "dollars")
+
+
+def render_summary(records: list[RunRecord], as_json: bool = False) -> None:
+    """Per cell: valid runs (n), invalid, damaging, passing, summed dollars; never a cut identifier."""
+    from agentrel.harness.cli.tables import emit, emit_json
+
     cells: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
     for r in records:
         cells[(r.model, r.task, r.condition)].append(r)
-    table = Table("model", "task", "condition", "n", "invalid", "damaging", "pass", "dollars")
+    rows: list[tuple[str, str, str, int, int, int, int, str]] = []
     for (model, task, condition), rs in sorted(cells.items()):
         ok = [r for r in rs if r.valid and r.verdict is not None]
         verdicts = [r.verdict for r in ok if r.verdict is not None]
         dmg = sum(v.outcome == "FAIL_DAMAGE" for v in verdicts)
         passed = sum(v.outcome == "PASS" for v in verdicts)
         dollars = sum((Decimal(v.dollars) for v in verdicts), Decimal("0"))
-        invalid = len(rs) - len(ok)
-        table.add_row(
-            model,
-            task,
-            condition,
-            str(len(ok)),
-            f"[red]{invalid}[/]" if invalid else "0",
-            str(dmg),
-            str(passed),
-            f"{dollars:.2f}",
-        )
-    out.print(table)
+        rows.append((model, task, condition, len(ok), len(rs) - len(ok), dmg, passed, f"{dollars:.2f}"))
+    if as_json:
+        emit_json(SUMMARY, rows)
+        return
+    shown = [(*r[:3], *(f"{v:,}" for v in r[3:7]), f"${Decimal(r[7]):,.2f}") for r in rows]
+    emit(SUMMARY, shown, console=out)
 
 
 def register(root: typer.Typer) -> None:

@@ -43,6 +43,27 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"agentrel {version('agentrel')}")
+        except PackageNotFoundError:  # a checkout run without an install
+            typer.echo("agentrel (not installed: no version)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    show_version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the installed version and exit."
+    ),
+) -> None:
+    """Audit tool-using LLM agents for the damage they do, read from database state over many runs."""
+
+
 # One module per command group, each exposing `register(app)`; registered explicitly, so a module that
 # fails to import fails the CLI loudly instead of silently dropping its commands.
 for _module in (

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
 from agentrel.harness.errors import CheckFailed, IntegrityFailure
@@ -119,37 +118,64 @@ def withdraw(
 
 
 @app.command("list")
-def list_command(registry: RegistryFile = None, public_key: PublicKey = None, key: KeyFile = None) -> None:
+def list_command(
+    registry: RegistryFile = None,
+    public_key: PublicKey = None,
+    key: KeyFile = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """Every registered scorecard and its status, after verifying the registry (`registry verify`).
 
     Refuses (exit 1) a registry that does not verify; exits 1 when the last line is torn (an interrupted
     append), after listing what is whole."""
     path = registry_path(registry)
     state = verified(path, public_key, key)
-    table = Table(title=str(path), title_justify="left")
-    for column in ("digest", "status", "protocol", "subject", "derived from", "why"):
-        table.add_column(column)
+    from agentrel.harness.cli.tables import emit
+
+    headers = ("digest", "status", "protocol", "subject", "derived from", "why")
+    rows: list[tuple[str, ...]] = []
     for digest, record in state.records.items():
         reg, judged = record.registration, record.judgement
         why = (judged.reason or "") if judged else ""
         if judged and judged.replacement:
             why += f" (replaced by protocol {judged.replacement[:12]})"
-        table.add_row(
-            digest[:16],
-            record.status,
-            (reg.protocol_hash or "")[:12],
-            (reg.subject_config_hash or "")[:12],
-            (reg.derived_from or "")[:12],
-            why,
+        # Whole hashes: an identifier cut to a prefix cannot be pasted into `registry supersede`.
+        rows.append(
+            (
+                digest,
+                record.status,
+                reg.protocol_hash or "",
+                reg.subject_config_hash or "",
+                reg.derived_from or "",
+                why,
+            )
         )
-    out.print(table)
-    if state.freezes:
-        out.print(f"{len(state.freezes)} freezes anchored", markup=False)
-    out.print(
-        f"{len(state.entries)} entries, signatures, chain and head verified under key {state.key}; "
-        f"head {state.head}",
-        markup=False,
-    )
+    if as_json:
+        import json
+
+        typer.echo(
+            json.dumps(
+                {
+                    "registry": str(path),
+                    "entries": len(state.entries),
+                    "freezes": len(state.freezes),
+                    "key": state.key,
+                    "head": state.head,
+                    "torn": state.torn is not None,
+                    "scorecards": [dict(zip(headers, r, strict=True)) for r in rows],
+                },
+                indent=1,
+            )
+        )
+    else:
+        emit(headers, rows, title=str(path), console=out)
+        if state.freezes:
+            out.print(f"{len(state.freezes)} freezes anchored", markup=False)
+        out.print(
+            f"{len(state.entries)} entries, signatures, chain and head verified under key {state.key}; "
+            f"head {state.head}",
+            markup=False,
+        )
     if state.torn is not None:
         err.print(
             f"agentrel: error: {path}: the last line is torn ({state.torn.size} bytes at offset "

@@ -56,7 +56,12 @@ def up(
 
 
 @app.command()
-def status(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
+def status(
+    dsn: Dsn = None,
+    backend: Backend = None,
+    image: Image = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """Show the backend, its location and version, the seed digest and the databases.
 
     Exits 3 when the server is not running (as `pg_ctl status` does), after printing the table."""
@@ -65,6 +70,27 @@ def status(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> Non
 
     with sandbox_errors():
         st = Sandbox(resolve_server(dsn, backend, image)).status()
+    if as_json:
+        import json
+
+        typer.echo(
+            json.dumps(
+                {
+                    "backend": st.server.backend,
+                    "location": st.server.location,
+                    "running": st.server.running,
+                    **{str(k): v for k, v in st.server.extra.items()},
+                    "server_version": st.version,
+                    "seed_digest": st.seed_digest,
+                    "templates": len(st.templates),
+                    "run_databases": len(st.run_databases),
+                },
+                indent=1,
+            )
+        )
+        if not st.server.running:
+            raise typer.Exit(int(ExitCode.BAD_INPUT))
+        return
     table = Table.grid(padding=(0, 2))
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")

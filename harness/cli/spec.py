@@ -33,7 +33,11 @@ SchemaDump = Annotated[
 
 
 @app.command("check")
-def check(files: Files, schema: SchemaDump = None) -> None:
+def check(
+    files: Files,
+    schema: SchemaDump = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per file.")] = False,
+) -> None:
     """Parse each spec and check it against the schema; print every problem, one per line."""
     from agentrel.dsl.api import DslError, check_spec, load_spec
 
@@ -47,11 +51,16 @@ def check(files: Files, schema: SchemaDump = None) -> None:
             found = [str(exc).splitlines()[0]]
         problems += found
         bad_files += bool(found)
-    for line in problems:
+        if as_json:
+            import json
+
+            typer.echo(json.dumps({"file": str(path), "ok": not found, "problems": found}))
+    for line in [] if as_json else problems:
         out.print(line, markup=False)
     if problems:
         raise CheckFailed(f"{len(problems)} problem(s) in {bad_files} of {len(files)} spec file(s)")
-    out.print(f"{len(files)} spec file(s) ok", markup=False)
+    if not as_json:
+        out.print(f"{len(files)} spec file(s) ok", markup=False)
 
 
 def label(

@@ -20,16 +20,25 @@ Ids = Annotated[list[str] | None, typer.Argument(help="Task ids or globs (defaul
 
 
 @app.command("list")
-def list_() -> None:
+def list_(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """A table of every task: id, vertical, lever, irreversibility, priced."""
+    from agentrel.harness.cli.tables import emit, emit_json
     from agentrel.harness.tasks import load_suite
 
-    table = Table("id", "vertical", "lever", "irreversibility", "priced", "k", "title")
-    for t in load_suite():
-        table.add_row(
-            t.id, t.vertical, t.lever, t.irreversibility, "$" if t.priced else "-", str(t.k), t.title
+    headers = ("id", "vertical", "lever", "irreversibility", "priced", "k", "title")
+    suite = load_suite()
+    if as_json:
+        emit_json(
+            headers, [(t.id, t.vertical, t.lever, t.irreversibility, t.priced, t.k, t.title) for t in suite]
         )
-    out.print(table)
+        return
+    rows = [
+        (t.id, t.vertical, t.lever, t.irreversibility, "$" if t.priced else "-", str(t.k), t.title)
+        for t in suite
+    ]
+    emit(headers, rows, console=out)
 
 
 @app.command()

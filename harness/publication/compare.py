@@ -105,6 +105,13 @@ def load_scorecard(path: Path) -> ScorecardView:
     Beyond the model's own rules (an eligible proof hashing to `proof_hash`, the proof's identity), its
     runs must say what their rates say, carry the seed rule's seeds, and its environment must be there."""
     where = path / SCORECARD_FILE if path.is_dir() else path
+    if path.is_dir() and not where.exists() and (path / "runs.jsonl").exists():
+        # A results directory is evidence; comparison needs the score `publish` builds from it.
+        raise UserError(
+            f"{path}: a results directory with no scorecard: compare needs publishable scorecards. Run "
+            f"`agentrel publish {path}` first (a published audit is planned, frozen and then run: "
+            "`agentrel audit ... --plan`, `agentrel protocol freeze`, `agentrel audit ...`)"
+        )
     try:
         obj = json.loads(where.read_bytes())
     except OSError as exc:

@@ -100,7 +100,7 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         snap = view.snapshot()
         if view._headline is None or view._headline[0] != snap.version:
             h = headline(snap, view.cells(snap))
-            view._headline = (snap.version, headline_page(h, str(view.path)))
+            view._headline = (snap.version, headline_page(h, str(view.path), _finding_rules(view, h)))
         return _html(view._headline[1])
 
     def cells_endpoint(request: Request) -> Response:
@@ -126,6 +126,18 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         ev = view.evidence.run(view.index.line(a), snap.manifest, f"{a.run_id}:{a.lineno}:{a.offset}")
         return _html(run_page(a, snap.attempts.get(rid, 1), ev, start))
 
+    def search_endpoint(request: Request) -> Response:
+        from agentrel.harness.results.directory import ResultsDir
+
+        from agentrel.harness.view.search import search, search_page
+
+        snap = view.snapshot()
+        query = request.query_params.get("q", "").strip()
+        if not query:
+            return _html(message_page("Search", "type some text to find in final messages and transcripts"))
+        hits, read = search(snap.runs.values(), ResultsDir(view.path).transcript_path, query)
+        return _html(search_page(query, hits, read, len(snap.runs)))
+
     def version_endpoint(request: Request) -> Response:
         snap = view.snapshot()
         return JSONResponse(
@@ -139,12 +151,28 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         Route("/", guarded(index_page)),
         Route("/cells", guarded(cells_endpoint)),
         Route("/runs/{run_id}", guarded(run_endpoint)),
+        Route("/search", guarded(search_endpoint)),
         Route("/api/version", guarded(version_endpoint)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     app.state.view = view
     return app
+
+
+def _finding_rules(view: View, h: Any) -> dict[str, list[str]]:
+    """Each finding's damage rules, read from its record line (only the findings': a few lines)."""
+    import json
+
+    rules: dict[str, list[str]] = {}
+    for a in h.findings:
+        try:
+            verdict = json.loads(view.index.line(a)).get("verdict") or {}
+            names = [str(ev.get("rule", "")) for ev in verdict.get("events", []) if isinstance(ev, dict)]
+        except (OSError, ValueError, AttributeError):
+            continue
+        rules[a.run_id] = list(dict.fromkeys(n for n in names if n))
+    return rules
 
 
 def parse_query(params: dict[str, str]) -> tuple[CellQuery, str | None]:

@@ -75,7 +75,11 @@ def layout(title: str, body: str, *, version: int | None = None, crumbs: str = "
         '<link rel="stylesheet" href="/static/view.css"><script src="/static/view.js" defer></script>'
         f"</head><body{live}>"
         '<header><a class="brand" href="/">AgentRel</a>'
-        f'<nav>{crumbs}</nav><span id="live" class="live" hidden>live · updating</span></header>'
+        f"<nav>{crumbs}</nav>"
+        '<form class="search" method="get" action="/search" role="search">'
+        '<input type="search" name="q" placeholder="search final messages and transcripts" '
+        'aria-label="search final messages and transcripts"></form>'
+        '<span id="live" class="live" hidden>live · updating</span></header>'
         f"<main>{body}</main></body></html>\n"
     )
 
@@ -98,8 +102,9 @@ def message_page(title: str, message: str, status_note: str = "") -> str:
     return layout(title, body)
 
 
-def headline_page(h: Headline, source: str) -> str:
-    findings = _findings(h)
+def headline_page(h: Headline, source: str, rules: dict[str, list[str]] | None = None) -> str:
+    """The headline; `rules` names the damage rules of each finding's run (by run id)."""
+    findings = _findings(h, rules)
     rows = "".join(_agent_tr(r) for r in h.rows)
     inv = invalid_text(h.invalid, h.pending)
     body = (
@@ -107,7 +112,9 @@ def headline_page(h: Headline, source: str) -> str:
         + problems_html(h.problems, h.torn)
         + f'<p class="summary">{h.runs} runs recorded · {h.damaging_runs} damaging · '
         f'<span class="invalid">invalid: {e(inv)}</span></p>' + findings + "<h2>Agents</h2>"
-        '<p class="explain">Damage rate over valid runs with its exact 95% interval; invalid runs are '
+        '<p class="explain">Damage rate over valid runs with its exact (Clopper–Pearson) 95% interval, '
+        "pooled over the agent's runs; the report's Findings use a cluster bootstrap over tasks, wider "
+        "when tasks differ, so the two intervals of one rate can differ. Invalid runs are "
         "counted beside it, never in it. <i>Miss</i>: the chance one run of a damaging cell shows no "
         "damage (averaged over those cells). <i>k for 95%</i>: runs needed to see the rarest damaging "
         "cell's damage at least once. <i>Loss/run</i>: dollars over valid runs. This is an evidence "
@@ -120,11 +127,21 @@ def headline_page(h: Headline, source: str) -> str:
     return layout("Headline", body, version=h.version)
 
 
-def _findings(h: Headline) -> str:
+def _rules_text(rules: list[str]) -> str:
+    """The rules a finding broke, named: what a reader acts on (the run id alone says nothing)."""
+    if not rules:
+        return ""
+    shown = "; ".join(rules[:3]) + (f"; and {len(rules) - 3} more" if len(rules) > 3 else "")
+    return f' <span class="rule">{e(shown)}</span> ·'
+
+
+def _findings(h: Headline, rules: dict[str, list[str]] | None = None) -> str:
     if not h.findings:
         return '<section id="findings"><h2>Findings</h2><p>No valid run damaged anything.</p></section>'
+    rules = rules or {}
     items = "".join(
-        f'<li><a class="finding" href="{run_href(a.run_id)}">{e(a.run_id)}</a> '
+        f'<li><a class="finding" href="{run_href(a.run_id)}">{e(a.run_id)}</a>'
+        f"{_rules_text(rules.get(a.run_id, []))} "
         f'<span class="dmg">{usd(a.dollars)}</span> <span class="sev sev-{e(a.max_severity or "")}">'
         f"{e(a.max_severity or '')}</span> · {a.events} damage event(s)</li>"
         for a in h.findings

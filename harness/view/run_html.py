@@ -4,6 +4,7 @@ events. Pure: the page is a function of the run's evidence."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from agentrel.dsl.state import Value
@@ -104,18 +105,52 @@ def _diff(ev: RunEvidence, start: int, run_id: str, task: str) -> str:
             f"aggregate over {agg.rows} change(s) of {e(agg.table)}, group {e(list(agg.key))}: "
             f"{e(agg.severity)} · {e(agg.irreversibility)} · {usd(agg.dollars)}</div>"
         )
-    shown = r.changes[start : start + CHANGES_PER_PAGE]
-    out += "".join(_change(c, task) for c in shown)
-    if start + CHANGES_PER_PAGE < len(r.changes) or start:
+    groups = group_changes(r.changes)
+    if len(groups) < len(r.changes):
+        out += (
+            f"<p>{len(r.changes)} rows in {len(groups)} group(s) of identical events (same rule, table and "
+            "operation): each group shows its first row in full and the keys of the others.</p>"
+        )
+    shown = groups[start : start + CHANGES_PER_PAGE]
+    out += "".join(_group(g, task) for g in shown)
+    if start + CHANGES_PER_PAGE < len(groups) or start:
         nxt = start + CHANGES_PER_PAGE
         href = f"/runs/{e(run_id)}?from="
         links = []
         if start:
             links.append(f'<a href="{href}{max(0, start - CHANGES_PER_PAGE)}#diff">previous</a>')
-        if nxt < len(r.changes):
+        if nxt < len(groups):
             links.append(f'<a href="{href}{nxt}#diff">next {CHANGES_PER_PAGE}</a>')
-        out += f"<p>rows {start + 1}–{start + len(shown)} of {len(r.changes)} · {' · '.join(links)}</p>"
+        out += f"<p>groups {start + 1}–{start + len(shown)} of {len(groups)} · {' · '.join(links)}</p>"
     return out + "</section>"
+
+
+def group_changes(changes: list[LabelledChange]) -> list[list[LabelledChange]]:
+    """Changes grouped by what a reader would call the same event (kind, rule, spec, table, operation),
+    in the order each group first appears: 393 deleted SLA records read as one line, not 393 cards."""
+    groups: dict[tuple[str, str, str, str, str], list[LabelledChange]] = {}
+    for c in changes:
+        groups.setdefault((c.kind, c.rule, c.spec, c.table, c.op), []).append(c)
+    return list(groups.values())
+
+
+def _group(group: list[LabelledChange], task: str) -> str:
+    first = group[0]
+    if len(group) == 1:
+        return _change(first, task)
+    priced = [c.dollars for c in group if c.dollars is not None]
+    total = f" · {usd(sum(priced, Decimal('0')))} in all" if priced else ""
+    keys = ", ".join(
+        "(" + ", ".join(f"{col}={_value(v)}" for col, v in zip(c.key_columns, c.key, strict=False)) + ")"
+        for c in group[1:]
+    )
+    return (
+        f'<div class="group k-{first.kind}"><p class="group-head"><b>{len(group):,} ×</b> {first.op} '
+        f"<b>{e(first.table)}</b>: {e(first.rule)}{total}</p>"
+        + _change(first, task)
+        + f'<details><summary>the other {len(group) - 1:,} row(s)</summary><p class="keys">{e(keys)}</p>'
+        "</details></div>"
+    )
 
 
 def _label(c: LabelledChange, task: str) -> str:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -111,7 +112,7 @@ def test_analyze_round_trip_on_a_small_csv(runner, app, small_csv, tmp_path):
     assert len(pools["all"]["icc_mle_ci"]) == 2
     with (out / "cells.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 3 and rows[0]["dollars_total"] in {"260.00", "0", "15.00"}
+    assert len(rows) == 3 and rows[0]["dollars_total"] in {"260.00", "0.00", "15.00"}
     report = (out / "report.md").read_text()
     assert "reference/stochastic (reference agent)" in report
     assert "| m1 | model |" in report
@@ -200,12 +201,37 @@ def test_required_k_single_values(runner, app):
         assert res.exit_code == 0, res.output
         return res.stdout.strip()
 
-    assert run("--p", "0.16", "--alpha", "0.05") == "18"
-    assert run("--p", "0.01", "--alpha", "0.9801") == "2"
-    assert run("--p", "0.2", "--target", "0.95") == "14"
-    assert run("--x", "4", "--n", "16", "--alpha", "0.05") == "11"
-    assert run("--x", "4", "--n", "16", "--alpha", "0.05", "--conservative") == "32"
-    assert run("--x", "0", "--n", "16", "--alpha", "0.05").startswith("no finite k: x = 0 of 16; p < 0.1707")
+    def k_of(*args: str) -> int:
+        return int(json.loads(run(*args, "--json"))["k"])
+
+    assert k_of("--p", "0.16", "--alpha", "0.05") == 18
+    assert k_of("--p", "0.01", "--alpha", "0.9801") == 2
+    assert k_of("--p", "0.2", "--target", "0.95") == 14
+    assert k_of("--x", "4", "--n", "16", "--alpha", "0.05") == 11
+    assert k_of("--x", "4", "--n", "16", "--alpha", "0.05", "--conservative") == 32
+    # The answer in words, with the suite's total (20 tasks ship) and its cost when a run's cost is given.
+    text = run("--p", "0.05", "--cost-per-run", "0.12")
+    assert text.splitlines() == [
+        "59 runs of each task give a 95% chance of seeing at least one damaging run when the per-run "
+        "damage rate is 5%.",
+        "For the 20-task suite: 1,180 runs per agent and condition, about $141.60 at $0.12 a run.",
+    ]
+    # x = 0: the exact one-sided bound, 1 - 0.05^(1/160) = 0.01855 shown rounded up, never a k.
+    zero = run("--x", "0", "--n", "160", "--alpha", "0.05")
+    assert zero.startswith("No damage in 160 runs: the per-run damage rate is below 1.9% at 95% confidence")
+    data = json.loads(run("--x", "0", "--n", "16", "--json"))
+    assert data["k"] is None and abs(data["p_upper"] - (1 - 0.05 ** (1 / 16))) < 1e-12
+    assert "below 17.1%" in data["sentence"]
+
+
+def test_percent_never_overstates_a_bound():
+    from agentrel.analysis.plain import percent
+
+    assert percent(0.05) == "5%" and percent(0.16) == "16%" and percent(0.0) == "0%"
+    assert percent(0.018547, "up") == "1.9%" and percent(0.018447, "up") == "1.9%"
+    assert percent(0.018447) == "1.8%"  # nearest would claim a bound below the exact one
+    assert percent(0.0902, "down") == "9%" and percent(0.0999, "down") == "9.9%"
+    assert percent(0.17075, "up") == "17.1%" and percent(0.0025) == "0.25%"
 
 
 @pytest.mark.parametrize(
@@ -229,18 +255,20 @@ def test_required_k_from_input(runner, app, small_csv):
         app, ["required-k", "--from", str(small_csv), "--target", "0.95"], env={"COLUMNS": "200"}
     )
     assert res.exit_code == 0, res.output
-    rows = {
-        line.split("│")[1].strip() + "/" + line.split("│")[2].strip(): [
-            c.strip() for c in line.split("│")[1:-1]
-        ]
-        for line in res.stdout.splitlines()
-        if line.count("│") > 8
-    }
+    # Outside a terminal the tables are plain columns, nothing cut: split on runs of two spaces.
+    assert "│" not in res.stdout and "…" not in res.stdout
+    split = [re.split(r"\s{2,}", line.strip()) for line in res.stdout.splitlines()]
+    rows = {cols[0] + "/" + cols[1]: cols for cols in split if len(cols) > 8 and cols[0] != "agent"}
     # m1/t1: 2 of 4; point k = 5; one-sided 95% lower bound 0.0976 -> k = 30, at $0.05 a run -> $1.50
     assert rows["m1/t1"][4:] == ["0", "0.500", "5", "30", "–", "$0.05", "$1.50"]
     assert rows["m1/t2"][6:9] == ["–", "–", "0.5271"]  # x = 0: no k, an upper bound instead
     assert rows["reference/stochastic (reference agent)/t1"][6:8] == ["3", "11"]
     assert "Heterogeneity-aware" in res.stdout
+    data = json.loads(
+        runner.invoke(app, ["required-k", "--from", str(small_csv), "--target", "0.95", "--json"]).stdout
+    )
+    by_cell = {(c["model"], c["task"]): c for c in data["cells"]}
+    assert by_cell[("m1", "t1")]["k_conservative"] == 30 and by_cell[("m1", "t2")]["k_point"] is None
 
 
 def test_export_damages_from_results(runner, app, small_results, tmp_path):
@@ -297,6 +325,10 @@ def test_export_cells(runner, app, small_results, tmp_path):
     assert float(t1["expected_dollars_per_run"]) == pytest.approx(50.375)
     assert float(t1["dollars_ci_low"]) <= 50.375 <= float(t1["dollars_ci_high"])
     assert float(t1["lgd_max"]) == pytest.approx(100.75)
+    # One number format: every estimate with six decimals, the exact summed dollars with cents.
+    estimates = ("p_hat", "ci_low", "ci_high", "expected_dollars_per_run", "lgd_mean", "cost_usd_mean")
+    assert all(re.fullmatch(r"-?\d+\.\d{6}", r[c]) for r in rows for c in estimates if r[c])
+    assert t1["expected_dollars_per_run"] == "50.375000"
 
 
 def test_end_to_end_on_real_published_runs(runner, app, arb_csv, tmp_path):

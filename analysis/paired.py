@@ -1,0 +1,142 @@
+"""Paired differences between agents: the same task, condition and run index is the same seed, so the
+same faults and payloads; runs pair up across agents and a paired test sees differences that two
+separate rates hide.
+
+For every condition and every pair of agents (A, B), on the runs both have valid (task, run index),
+per axis (damage: the run damaged; completion: it passed), overall and per task:
+
+    rate_A - rate_B in percentage points, over the n pairs;
+    exact McNemar test: under H0 the discordant pairs split as Binomial(b + c, 1/2), where b pairs
+    have the event for A only and c for B only; two-sided p = min(1, 2 * P(X <= min(b, c))).
+
+A run valid for one agent and invalid (or missing) for the other has no pair: it is counted in
+`unpaired`, never silently dropped. Pure: data in, data out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from math import comb
+
+import pandas as pd
+from scipy import stats
+
+AXES = ("damage", "completion")
+EXACT_UP_TO = 1000
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    a: str
+    b: str
+    condition: str
+    task: str  # "all" for every task together
+    axis: str
+    pairs: int
+    a_rate: float
+    b_rate: float
+    a_only: int
+    b_only: int
+    p_value: float
+    unpaired: int  # runs of A or B in this stratum with no valid partner
+
+    @property
+    def difference_pp(self) -> float:
+        return (self.a_rate - self.b_rate) * 100.0
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: 2 * P(Binomial(b + c, 1/2) <= min(b, c)), capped at 1.
+
+    In exact integer arithmetic up to 1,000 discordant pairs; beyond, the same binomial tail from
+    scipy's regularized incomplete beta (summing thousands of thousand-digit binomials is slow)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    if n <= EXACT_UP_TO:
+        tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / (1 << n)
+    else:
+        tail = float(stats.binom.cdf(min(b, c), n, 0.5))
+    return min(1.0, 2.0 * tail)
+
+
+def _flags(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "task": frame["task"].astype(str),
+            "run": frame["run"].astype(str),
+            "damage": frame["damaged"].astype(bool),
+            "completion": frame["passed"].astype("boolean").fillna(False).astype(bool),
+        }
+    )
+
+
+def _difference(
+    a: str,
+    b: str,
+    condition: str,
+    task: str,
+    axis: str,
+    counts: tuple[int, int, int, int, int],
+    unpaired: int,
+) -> PairedDifference:
+    n, sa, sb, a_only, b_only = counts
+    return PairedDifference(
+        a=a,
+        b=b,
+        condition=condition,
+        task=task,
+        axis=axis,
+        pairs=n,
+        a_rate=sa / n if n else float("nan"),
+        b_rate=sb / n if n else float("nan"),
+        a_only=a_only,
+        b_only=b_only,
+        p_value=mcnemar_exact(a_only, b_only),
+        unpaired=unpaired,
+    )
+
+
+def _five(values: pd.Series) -> tuple[int, int, int, int, int]:
+    n, sa, sb, ao, bo = (int(v) for v in values)
+    return n, sa, sb, ao, bo
+
+
+def paired_differences(runs: pd.DataFrame) -> list[PairedDifference]:
+    """Every (condition, A, B, task or all, axis) comparison over paired valid runs (see module doc).
+
+    One merge per pair of agents and one group-by per axis: linear in the runs (100,000 runs, four
+    agents: well under a second)."""
+    out: list[PairedDifference] = []
+    if runs.empty:
+        return out
+    axes = AXES if runs["passed"].notna().any() else ("damage",)
+    for condition, group in runs.groupby("condition", sort=True):
+        by_agent = {str(m): _flags(g) for m, g in group.groupby("model", sort=True)}
+        for a, b in combinations(sorted(by_agent), 2):
+            left, right = by_agent[a], by_agent[b]
+            pairs = left.merge(right, on=["task", "run"], suffixes=("_a", "_b"))
+            per_task_a = left.groupby("task").size()
+            per_task_b = right.groupby("task").size()
+            per_task_pairs = pairs.groupby("task").size()
+            tasks = sorted(set(per_task_a.index) | set(per_task_b.index))
+            unpaired = {
+                t: int(per_task_a.get(t, 0) + per_task_b.get(t, 0) - 2 * per_task_pairs.get(t, 0))
+                for t in tasks
+            }
+            for axis in axes:
+                xa, xb = pairs[f"{axis}_a"], pairs[f"{axis}_b"]
+                table = (
+                    pd.DataFrame(
+                        {"task": pairs["task"], "n": 1, "sa": xa, "sb": xb, "ao": xa & ~xb, "bo": ~xa & xb}
+                    )
+                    .groupby("task")[["n", "sa", "sb", "ao", "bo"]]
+                    .sum()
+                )
+                total = _five(table.sum()) if len(table) else (0, 0, 0, 0, 0)
+                out.append(_difference(a, b, str(condition), "all", axis, total, sum(unpaired.values())))
+                for task in tasks:
+                    counts = _five(table.loc[task]) if task in table.index else (0, 0, 0, 0, 0)
+                    out.append(_difference(a, b, str(condition), task, axis, counts, unpaired[task]))
+    return out

@@ -1,0 +1,67 @@
+"""The report's "Paired differences" section: agents compared run by run on shared seeds (analysis.paired).
+
+Rendering only: each row is a PairedDifference, overall first, then per task.
+"""
+
+from __future__ import annotations
+
+from agentrel.analysis.doc import Section, Table
+from agentrel.analysis.paired import PairedDifference, paired_differences
+from agentrel.analysis.pipeline import Analysis
+
+
+def _pct(x: float) -> str:
+    return "–" if x != x else f"{x * 100:.1f}%"
+
+
+def _row(d: PairedDifference) -> list[str]:
+    sign = "+" if d.difference_pp > 0 else ""
+    diff = "–" if d.pairs == 0 else f"{sign}{d.difference_pp:.1f} pp"
+    return [
+        f"{d.a} − {d.b}",
+        d.condition,
+        d.task,
+        d.axis,
+        str(d.pairs),
+        _pct(d.a_rate),
+        _pct(d.b_rate),
+        diff,
+        str(d.a_only),
+        str(d.b_only),
+        f"{d.p_value:.3g}",
+        str(d.unpaired),
+    ]
+
+
+def paired_section(a: Analysis) -> Section | None:
+    """None when fewer than two agents share a condition: there is nothing to pair."""
+    diffs = paired_differences(a.loaded.runs)
+    if not diffs:
+        return None
+    ordered = sorted(diffs, key=lambda d: (d.condition, d.a, d.b, d.task != "all", d.task, d.axis))
+    heads = [
+        "A − B",
+        "condition",
+        "task",
+        "axis",
+        "pairs",
+        "A",
+        "B",
+        "A − B",
+        "A only",
+        "B only",
+        "p",
+        "unpaired",
+    ]
+    return Section(
+        "Paired differences",
+        [
+            "Agents compared run by run: the same task, condition and run index is the same seed, so both "
+            "met the same faults and payloads. A − B in percentage points over the pairs; p: exact McNemar "
+            "test on the discordant pairs (A only: the event for A and not B), two-sided, not adjusted for "
+            "the number of tasks. Unpaired: valid runs of one agent whose partner is invalid or missing, "
+            "left out of the pairs and counted here. `agentrel compare` gives the same tests on published "
+            "scorecards, with Holm adjustment and bootstrap intervals.",
+            Table(heads, [_row(d) for d in ordered]),
+        ],
+    )

@@ -1,0 +1,105 @@
+"""Free-text search over the runs' final messages and transcripts: `/search?q=...` in the view.
+
+Case-insensitive substring search over every string in a run's transcript (its final message first,
+then messages, tool calls and events), in the index's run order, stopping at LIMIT matches so a search of
+100,000 runs answers a page at a time. Pure over the files it is given: no index, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentrel.harness.view.index import Attempt
+
+LIMIT = 200
+CONTEXT = 70  # characters shown on each side of a hit
+
+
+@dataclass(frozen=True)
+class Hit:
+    attempt: Attempt
+    where: str  # "final message", "messages", "tool calls" or "events"
+    snippet: str
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def snippet(text: str, at: int, length: int) -> str:
+    start, end = max(0, at - CONTEXT), min(len(text), at + length + CONTEXT)
+    body = " ".join(text[start:end].split())
+    return ("…" if start else "") + body + ("…" if end < len(text) else "")
+
+
+def find(transcript: dict[str, Any], needle: str) -> tuple[str, str] | None:
+    """Where the needle (already casefolded) first appears in a transcript, with its context."""
+    for where, key in (
+        ("final message", "final_message"),
+        ("messages", "messages"),
+        ("tool calls", "tool_calls"),
+        ("events", "events"),
+    ):
+        for text in _strings(transcript.get(key)):
+            at = text.casefold().find(needle)
+            if at >= 0:
+                return where, snippet(text, at, len(needle))
+    return None
+
+
+def search(
+    attempts: Iterable[Attempt], transcript_of: Any, query: str, limit: int = LIMIT
+) -> tuple[list[Hit], int]:
+    """The first `limit` runs whose transcript contains `query`, and how many runs were read."""
+    needle = query.casefold().strip()
+    hits: list[Hit] = []
+    read = 0
+    if not needle:
+        return hits, read
+    for a in attempts:
+        path: Path = transcript_of(a.run_id, a.attempt)
+        try:
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        read += 1
+        found = find(data, needle) if isinstance(data, dict) else None
+        if found is not None:
+            hits.append(Hit(a, *found))
+            if len(hits) >= limit:
+                break
+    return hits, read
+
+
+def search_page(query: str, hits: list[Hit], read: int, total: int) -> str:
+    """The results page: each matching run with where the text was found and its context."""
+    from agentrel.harness.view.html import e, layout, run_href
+
+    rows = "".join(
+        f'<tr><td><a href="{e(run_href(h.attempt.run_id))}">{e(h.attempt.run_id)}</a></td>'
+        f"<td>{e(h.attempt.outcome or h.attempt.status)}</td><td>{e(h.where)}</td>"
+        f'<td class="snippet">{e(h.snippet)}</td></tr>'
+        for h in hits
+    )
+    more = f" (the first {LIMIT}; refine the text to see others)" if len(hits) >= LIMIT else ""
+    table = (
+        "<table><thead><tr><th>run</th><th>outcome</th><th>found in</th><th>context</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+    body = (
+        f"<h1>Search</h1><p>{len(hits):,} run(s) whose final message or transcript contains "
+        f"<b>{e(query)}</b>, of {read:,} transcripts read ({total:,} runs){more}.</p>"
+        + (table if hits else "")
+    )
+    return layout(f"Search: {query}", body, crumbs='<a href="/">Headline</a> › Search')

@@ -1,0 +1,71 @@
+"""Paired differences between agents on shared seeds: known answers, the exact McNemar p-value checked
+against scipy's binomial test, unpaired runs counted (never dropped silently), and the report section."""
+
+from __future__ import annotations
+
+import pytest
+from scipy.stats import binomtest
+
+from agentrel.analysis.inputs import load_input
+from agentrel.analysis.paired import mcnemar_exact, paired_differences
+from agentrel.analysis.pipeline import analyze
+from agentrel.analysis.report_doc import build_document
+
+from .conftest import event, record, write_results
+
+
+@pytest.mark.parametrize(
+    ("b", "c"), [(0, 0), (5, 0), (0, 5), (3, 7), (10, 10), (1, 12), (40, 25), (600, 401), (5000, 5200)]
+)
+def test_mcnemar_exact_is_the_two_sided_binomial_test(b, c):
+    expected = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5, alternative="two-sided").pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12)
+    assert mcnemar_exact(5, 0) == pytest.approx(2 * 0.5**5)  # 0.0625, by hand
+
+
+def _runs(tmp_path):
+    dmg = [event("10.00")]
+    records = []
+    for i in range(1, 9):  # t1: A damages in runs 1-6, B in run 1 only
+        records.append(
+            record("A", "t1", i, "FAIL_DAMAGE" if i <= 6 else "PASS", events=dmg if i <= 6 else None)
+        )
+        records.append(
+            record("B", "t1", i, "FAIL_DAMAGE" if i == 1 else "PASS", events=dmg if i == 1 else None)
+        )
+    for i in range(1, 5):  # t2: both pass, except B's run 4 is invalid (no verdict, a harness error)
+        records.append(record("A", "t2", i))
+        if i < 4:
+            records.append(record("B", "t2", i))
+        else:
+            records.append(record("B", "t2", i, None, error={"kind": "harness", "message": "clone failed"}))
+    return load_input(write_results(tmp_path / "r", records))
+
+
+def test_paired_differences_known_answers(tmp_path):
+    loaded = _runs(tmp_path)
+    diffs = {(d.task, d.axis): d for d in paired_differences(loaded.runs)}
+    t1 = diffs[("t1", "damage")]
+    assert (t1.a, t1.b, t1.pairs, t1.a_only, t1.b_only) == ("A", "B", 8, 5, 0)
+    assert t1.difference_pp == pytest.approx(62.5) and t1.p_value == pytest.approx(0.0625)
+    overall = diffs[("all", "damage")]
+    assert (overall.pairs, overall.a_only, overall.b_only, overall.unpaired) == (11, 5, 0, 1)
+    assert diffs[("t2", "damage")].unpaired == 1  # A's run 4 has no valid partner: counted, not paired
+    assert diffs[("t1", "completion")].b_only == 5  # B passed where A damaged
+
+
+def test_the_report_shows_paired_differences(tmp_path):
+    loaded = _runs(tmp_path)
+    doc = build_document(analyze(loaded, n_boot=20, seed=0), {})
+    titles = [s.title for s in doc.sections]
+    assert "Paired differences" in titles
+    section = doc.sections[titles.index("Paired differences")]
+    rows = [r for b in section.blocks if hasattr(b, "rows") for r in b.rows]
+    assert rows[0][:4] != ["A − B", "test", "t1", "damage"]
+    assert any(r[2] == "t1" and r[3] == "damage" and r[7] == "+62.5 pp" and r[10] == "0.0625" for r in rows)
+
+
+def test_one_agent_has_no_paired_section(tmp_path):
+    loaded = load_input(write_results(tmp_path / "r", [record("A", "t1", i) for i in range(1, 4)]))
+    doc = build_document(analyze(loaded, n_boot=20, seed=0), {})
+    assert "Paired differences" not in [s.title for s in doc.sections]

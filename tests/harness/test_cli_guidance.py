@@ -1,0 +1,162 @@
+"""What the command line says around the numbers: its version, an audit's last lines (publishable or not
+in words, with the commands that make a publishable audit, then where to go next), the export's column
+dictionary and standard output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def agentrel(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentrel.harness.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+def test_version():
+    from importlib.metadata import version
+
+    res = agentrel("--version")
+    assert res.returncode == 0 and res.stdout.strip() == f"agentrel {version('agentrel')}"
+
+
+def test_an_unfrozen_audit_ends_in_words_with_the_commands_that_make_it_publishable(sandbox, tmp_path):
+    results = tmp_path / "r"
+    res = agentrel(
+        "audit",
+        "-m",
+        "scripted/overreach",
+        "--k",
+        "1",
+        "--tasks",
+        "csm-goodwill-cap",
+        "--results",
+        str(results),
+    )
+    assert res.returncode == 0, res.stderr
+    err = res.stderr
+    # The words, not only codes; no error-shaped line.
+    assert "This audit is evidence, not a publishable score: the protocol was never frozen" in err
+    assert "agentrel: evidence only" not in err
+    fresh = f"{results}-frozen"
+    plan = f"agentrel audit -m scripted/overreach --k 1 --tasks csm-goodwill-cap --results {fresh} --plan"
+    assert plan in err and f"agentrel protocol freeze {fresh}" in err and f"agentrel publish {fresh}" in err
+    assert f"agentrel view {results}" in err and "Next:" in err
+    # The advice works: following it gives a publishable audit.
+    for step in (
+        plan,
+        f"agentrel protocol freeze {fresh} --by t",
+        plan.replace(" --plan", "") + " --no-report",
+    ):
+        done = agentrel(*step.split()[1:])
+        assert done.returncode == 0, done.stderr
+    assert "This audit is publishable" in done.stderr and f"agentrel publish {fresh}" in done.stderr
+    assert "A publishable audit fixes" not in done.stderr
+
+    # export: the damage file to standard output, no file named "-"; --describe needs no input.
+    out = agentrel("export", "damages", str(results), "-o", "-", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("run_id,") and "goodwill credit above the cap" in lines[1]
+    assert "350.00" in lines[1] and not (tmp_path / "-").exists()
+    described = agentrel("export", "damages", "--describe")
+    assert described.returncode == 0 and described.stdout.startswith("damages.csv:")
+    assert any(line.startswith("dollars ") for line in described.stdout.splitlines())
+    missing = agentrel("export", "cells", str(results))
+    assert missing.returncode == 2 and "give -o/--output FILE (or -o - for standard output)" in missing.stderr
+
+
+def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path):
+    import json
+
+    listed = agentrel("tasks", "list", "--json")
+    tasks = json.loads(listed.stdout)
+    assert listed.returncode == 0 and {"id", "priced", "k", "title"} <= tasks[0].keys() and len(tasks) == 20
+    # Piped (not a terminal) at 80 columns: plain columns, every identifier whole.
+    narrow = subprocess.run(
+        [sys.executable, "-m", "agentrel.harness.cli", "tasks", "list"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    )
+    assert "…" not in narrow.stdout and "│" not in narrow.stdout
+    assert all(t["id"] in narrow.stdout and t["title"] in narrow.stdout for t in tasks)
+
+    status = json.loads(agentrel("sandbox", "status", "--json").stdout)
+    assert status["running"] is True and len(status["seed_digest"]) == 64
+
+    checked = agentrel("spec", "check", "--json", "damage_specs/csm-goodwill-cap.dmg", cwd=REPO)
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout) == {
+        "file": "damage_specs/csm-goodwill-cap.dmg",
+        "ok": True,
+        "problems": [],
+    }
+    bad = tmp_path / "bad.dmg"
+    bad.write_text('spec "bad" version 1\ndamage "x" high governance:\n    insert no_such_table\n')
+    refused = agentrel("spec", "check", "--json", str(bad))
+    assert refused.returncode == 1 and json.loads(refused.stdout)["ok"] is False
+
+    registry = tmp_path / "registry.jsonl"
+    registry.write_text("")
+    reg = json.loads(agentrel("registry", "list", "--json", "--registry", str(registry)).stdout)
+    assert reg["scorecards"] == [] and reg["entries"] == 0
+
+    results = tmp_path / "r"
+    audited = agentrel(
+        "audit",
+        "-m",
+        "scripted/overreach",
+        "--k",
+        "2",
+        "--tasks",
+        "csm-goodwill-cap",
+        "--results",
+        str(results),
+        "--json",
+        "--no-report",
+    )
+    assert audited.returncode == 0, audited.stderr
+    assert json.loads(audited.stdout) == [
+        {
+            "model": "scripted/overreach",
+            "task": "csm-goodwill-cap",
+            "condition": "clean",
+            "n": 2,
+            "invalid": 0,
+            "damaging": 2,
+            "pass": 0,
+            "dollars": "700.00",
+        }
+    ]
+    again = agentrel(
+        "audit",
+        "-m",
+        "scripted/overreach",
+        "--k",
+        "2",
+        "--tasks",
+        "csm-goodwill-cap",
+        "--results",
+        str(results),
+        "--no-report",
+    )
+    assert (
+        "scripted/overreach  csm-goodwill-cap  clean      2  0        2         0     $700.00" in again.stdout
+    )
+    # compare on results directories says what it needs, and the route to it.
+    compared = agentrel("compare", str(results), str(results))
+    assert compared.returncode == 3 and compared.stderr.count("\n") == 1
+    assert "a results directory with no scorecard" in compared.stderr
+    assert f"agentrel publish {results}" in compared.stderr
