@@ -34,7 +34,6 @@ from agentrel.harness.records import ResultsDir, RunRecord
 from agentrel.harness.runner import DEFAULT_FAULT_TIMEOUT_S, DEFAULT_MAX_ATTEMPTS, run_matrix
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.sandbox import Sandbox
-from agentrel.sandbox.tools import all_tools
 
 DEFAULT_TEMPERATURE = 0.6
 MAX_TEMPERATURE = 2.0  # the widest range any provider accepts
@@ -108,7 +107,7 @@ def audit(
     tasks = load_suite(patterns=task_patterns)
     schedule = None
     if faults is not None:
-        tools = all_tools()
+        tools = sandbox.env.tools()
         by_task = {t.id: {n: tools[n] for n in t.tools if n in tools} for t in tasks}
         schedule = resolve(load_schedule(faults), by_task, source=faults)
         if "clean" not in by_name:  # every fault run is paired with its clean twin on the same seed
@@ -137,6 +136,7 @@ def audit(
     ]
     manifest = build_manifest(
         tasks=tasks,
+        environment={"name": sandbox.env.name, "fingerprint": sandbox.env.fingerprint()},
         seed_digest=sandbox.seed_template().digest,
         template_digests={tid: p.template.digest for tid, p in prepared.items()},
         conditions=[c.model_dump(mode="json") for c in declared],

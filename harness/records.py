@@ -87,6 +87,7 @@ class RunRecord(BaseModel):
     run_index: int
     seed: str
     protocol_hash: str
+    environment: str | None = None  # sandbox/environments/; None on records from before environments
     attempt: int = 1
     status: Status = "valid"
     verdict: Verdict | None

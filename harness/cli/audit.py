@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, Image
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ def audit(
     ] = True,
     dsn: Dsn = None,
     backend: Backend = None,
+    env: EnvName = None,
     image: Image = None,
     executor: Annotated[
         str,

@@ -29,6 +29,7 @@ app = typer.Typer(
 # Each module exposes `register(app)`; a module that is not built yet is simply absent.
 COMMAND_MODULES = (
     "sandbox",
+    "env",
     "spec",
     "tasks",
     "mcp",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 import typer
 
 from agentrel.harness.cli.errors import ExitCode, exit_code
-from agentrel.harness.cli.options import Backend, Dsn
+from agentrel.harness.cli.options import Backend, Dsn, EnvName
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 
@@ -97,6 +97,7 @@ def serve(
     ] = None,
     dsn: Dsn = None,
     backend: Backend = None,
+    env: EnvName = None,
 ) -> None:
     """Create a run database for TASK and serve its tools over MCP until shutdown.
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from agentrel.harness.cli.options import EnvName
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ SchemaDump = Annotated[
 
 
 @app.command("check")
-def check(files: Files, schema: SchemaDump = None) -> None:
+def check(files: Files, schema: SchemaDump = None, env: EnvName = None) -> None:
     """Parse each spec and check it against the schema; print every problem, one per line."""
     from agentrel.dsl.api import DslError, check_spec, load_spec
 
@@ -122,12 +123,12 @@ def _schema(dump: Path | None) -> dict[str, TableInfo]:
         except DumpFormatError as exc:
             raise UserError(str(exc)) from None
     try:
-        from agentrel.sandbox.schema import table_infos
+        from agentrel.sandbox.environments import current
     except ImportError as exc:
         raise EnvironmentFailure(
             f"the sandbox schema is not available ({exc}); pass --schema DUMP to check against a dump"
         ) from None
-    return dict(table_infos())
+    return dict(current().table_infos())
 
 
 def register(root: typer.Typer) -> None:

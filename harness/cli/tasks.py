@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn
+from agentrel.harness.cli.options import Backend, Dsn, EnvName
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.errors import UserError
 
@@ -19,7 +19,7 @@ Ids = Annotated[list[str] | None, typer.Argument(help="Task ids or globs (defaul
 
 
 @app.command("list")
-def list_() -> None:
+def list_(env: EnvName = None) -> None:
     """A table of every task: id, vertical, lever, irreversibility, priced."""
     from agentrel.harness.tasks import load_suite
 
@@ -32,7 +32,7 @@ def list_() -> None:
 
 
 @app.command()
-def show(task_id: Annotated[str, typer.Argument(help="Task id.")]) -> None:
+def show(task_id: Annotated[str, typer.Argument(help="Task id.")], env: EnvName = None) -> None:
     """Print one task: prompts, tools, params and scripts."""
     import yaml
 
@@ -43,22 +43,23 @@ def show(task_id: Annotated[str, typer.Argument(help="Task id.")]) -> None:
 
 
 @app.command()
-def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
+def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvName = None) -> None:
     """Check every task: schema, tool names, spec against the sandbox schema, params, fixture SQL applies."""
     from agentrel.dsl.api import DslError, check_spec, load_spec
     from agentrel.dsl.params import resolve_params
     from agentrel.harness.episode import prepare
     from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.environments import current
     from agentrel.sandbox.sandbox import Sandbox
-    from agentrel.sandbox.schema import table_infos
 
     tasks = load_suite(patterns=ids)
+    schema = dict(current().table_infos())
     problems: list[str] = []
     for task in tasks:
         where = f"tasks/{task.vertical}/{task.id}.yaml"
         try:
             spec = load_spec(task.spec_path)
-            problems += [f"{where}: spec: {p}" for p in check_spec(spec, table_infos())]
+            problems += [f"{where}: spec: {p}" for p in check_spec(spec, schema)]
             resolve_params(spec, task.params)
         except DslError as exc:
             problems.append(f"{where}: {exc}".splitlines()[0])
@@ -77,7 +78,7 @@ def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
 
 
 @app.command()
-def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
+def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvName = None) -> None:
     """Run every oracle and counterexample on a real sandbox; exit non-zero on any mismatch."""
     from agentrel.harness.episode import prepare
     from agentrel.harness.prove import prove_task
