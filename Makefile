@@ -77,3 +77,14 @@ bench: $(STAMP)
 clean:
 	-$(BIN)/agentrel sandbox destroy 2>/dev/null
 	rm -rf .agentrel results
+
+# --- environments (sandbox/environments/) ---------------------------------------------------------------
+# `agentrel env check` on every installed environment: seed built twice equal, primary keys, oracle replays
+# equal, clock pinned, read-only tools read only, tools confined to their run database, `tasks prove`.
+# The built-in's check rebuilds its 27,000-row seed twice and replays its 20 tasks (minutes on 2 cores), so
+# it has its own target, run by .ci/run; the worked example's check and each check's negative test are in
+# `make test` (tests/sandbox/test_env_check.py).
+.PHONY: env-check
+env-check: $(STAMP)
+	@for env in $$($(BIN)/python -c 'from agentrel.sandbox.environments import names; print(*names())'); do \
+		echo "env check $$env"; $(BIN)/agentrel env check $$env || exit 1; done

@@ -49,7 +49,8 @@ class Enterprise(Environment):
     def acting_user(self, before: State, name: str) -> int | None:
         users = before.tables["users"]
         at = users.info.columns.index("user_name")
-        return next((int(key[0]) for key, row in users.rows.items() if row[at] == name), None)
+        found = next((key[0] for key, row in users.rows.items() if row[at] == name), None)
+        return found if isinstance(found, int) else None
 
     def suite_root(self) -> Path:
         from agentrel.harness.suite_paths import packaged_root

@@ -150,7 +150,9 @@ def test_a_tool_that_reaches_another_database_is_named(check, cluster):
 
     target["db"] = Sandbox(cluster, env=env).seed_template().name
     problems = check(env)
-    assert _named(problems, "isolation") == ["refund-cancelled-only (tools get_order, list_orders, refund_order)"]
+    assert _named(problems, "isolation") == [
+        "refund-cancelled-only (tools get_order, list_orders, refund_order)"
+    ]
     Sandbox(cluster, env=env).dbs.drop(target["db"])  # the template it wrote into is spoiled
 
 

@@ -58,7 +58,13 @@ TABLES = {
         table_info("customers", {"id": "int", "name": "text", "email": "text"}, ("id",)),
         table_info(
             "orders",
-            {"id": "int", "customer_id": "int", "total": "numeric", "status": "text", "updated_at": "timestamp"},
+            {
+                "id": "int",
+                "customer_id": "int",
+                "total": "numeric",
+                "status": "text",
+                "updated_at": "timestamp",
+            },
             ("id",),
             volatile=("updated_at",),  # bookkeeping: the diff ignores it
         ),
@@ -134,10 +140,20 @@ def refund_order(ctx: ToolContext, args: dict[str, Any]) -> Any:
 TOOLS = {
     t.name: t
     for t in (
-        Tool("get_order", "Get one order by id.", obj({"order_id": {"type": "integer"}}, ["order_id"]), "read",
-             get_order),
-        Tool("list_orders", "List a customer's orders.", obj({"customer_id": {"type": "integer"}}, ["customer_id"]),
-             "read", list_orders),
+        Tool(
+            "get_order",
+            "Get one order by id.",
+            obj({"order_id": {"type": "integer"}}, ["order_id"]),
+            "read",
+            get_order,
+        ),
+        Tool(
+            "list_orders",
+            "List a customer's orders.",
+            obj({"customer_id": {"type": "integer"}}, ["customer_id"]),
+            "read",
+            list_orders,
+        ),
         Tool(
             "refund_order",
             "Refund an order (all or part of its total) and mark it refunded.",
