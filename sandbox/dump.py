@@ -112,12 +112,13 @@ def create_schema(conn: psycopg.Connection) -> None:
     conn.execute(ddl())
 
 
-def load_state(conn: psycopg.Connection, state: State) -> None:
-    """COPY every row of `state` into the (empty, schema-created) database, then advance the sequences."""
-    for table in sorted_tables():
-        ts = state.tables[table.name]
+def load_state(conn: psycopg.Connection, state: State, order: Iterable[str] | None = None) -> None:
+    """COPY every row of `state` into the (empty, schema-created) database, tables in `order` (parents
+    first; by default the enterprise schema's), then advance the sequences of `id` keys."""
+    for name in order if order is not None else [t.name for t in sorted_tables()]:
+        ts = state.tables[name]
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in ts.info.columns)
-        stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(table.name), cols)
+        stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(name), cols)
         with conn.cursor().copy(stmt) as copy:
             for key in sorted(ts.rows):
                 copy.write_row(ts.rows[key])
@@ -126,5 +127,5 @@ def load_state(conn: psycopg.Connection, state: State) -> None:
                 sql.SQL(
                     "SELECT setval(pg_get_serial_sequence({t}, 'id'), COALESCE(MAX(id), 0) + 1, false)"
                     " FROM {i}"
-                ).format(t=sql.Literal(table.name), i=sql.Identifier(table.name))
+                ).format(t=sql.Literal(name), i=sql.Identifier(name))
             )
