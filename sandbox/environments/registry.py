@@ -35,7 +35,12 @@ def _builtin() -> dict[str, Callable[[], object]]:
 
         return ENVIRONMENT
 
-    return {DEFAULT: enterprise}
+    def tau2_airline() -> object:
+        from agentrel.sandbox.environments.tau2.airline_env import ENVIRONMENT
+
+        return ENVIRONMENT
+
+    return {DEFAULT: enterprise, "tau2-airline": tau2_airline}
 
 
 _loaded: dict[str, Environment] = {}

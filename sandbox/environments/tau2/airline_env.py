@@ -1,8 +1,9 @@
 """The `tau2-airline` environment: τ²-airline's data, read out of the pinned wheel at build time, in the
 relational port's tables (airline_tables.py) with τ²'s tools (airline_tools.py).
 
-Its suite (curated single-turn tasks with a damage lever) is not written yet, so it is not registered
-among the installed environments; tests/tau2 builds it directly to prove the port faithful.
+Its suite (`airline_suite/`) holds curated single-turn adaptations of τ²'s tasks with a damage lever:
+two so far, of the twelve or more the port is meant to carry. A simulated-user participant (τ²'s
+multi-turn setting) is not built: the seam for it is the agent side, not this environment.
 """
 
 from __future__ import annotations
