@@ -54,7 +54,9 @@ class Tau2Airline(Environment):
         return {
             "wheel": f"{wheel.PROJECT}=={wheel.VERSION} sha256:{wheel.SHA256}",
             "tables": hashlib.sha256(airline_tables.ddl().encode()).hexdigest(),
-            "tools": hashlib.sha256((HERE / "airline_tools.py").read_bytes()).hexdigest(),
+            "tools": hashlib.sha256(
+                b"".join((HERE / f).read_bytes() for f in ("airline_reads.py", "airline_tools.py"))
+            ).hexdigest(),
         }
 
     def build(self, conn: psycopg.Connection, seed: str, scale: int) -> State:
