@@ -2,7 +2,7 @@
 relational port's tables (airline_tables.py) with τ²'s tools (airline_tools.py).
 
 Its suite (`airline_suite/`) holds curated single-turn adaptations of τ²'s tasks with a damage lever:
-five so far, of the twelve or more the port is meant to carry. A simulated-user participant (τ²'s
+six so far, of the twelve or more the port is meant to carry. A simulated-user participant (τ²'s
 multi-turn setting) is not built: the seam for it is the agent side, not this environment.
 """
 
