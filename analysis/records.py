@@ -145,6 +145,9 @@ class RunRecord(_Tolerant):
     condition: str
     run_index: int
     protocol_hash: str
+    # The environment the run was audited on (None: a record from before environments, which were all
+    # the built-in one). Runs of two environments are never pooled, whatever --allow-mixed-protocols says.
+    environment: str | None = None
     verdict: Verdict | None = None
     error: RunError | None = None
     cost_usd: float | None = None
@@ -213,6 +216,13 @@ class FaultScheduleInfo(_Tolerant):
     digest: str | None = None
 
 
+class EnvironmentInfo(_Tolerant):
+    """The manifest's `environment`: which system the audit ran on (sandbox/environments/)."""
+
+    name: str
+    fingerprint: str | None = None
+
+
 class Manifest(_Tolerant):
     """manifest.json beside runs.jsonl (the fields analysis reads).
 
@@ -221,6 +231,7 @@ class Manifest(_Tolerant):
     """
 
     protocol_hash: str | None = None
+    environment: EnvironmentInfo | None = None  # absent in manifests from before environments
     agents: list[AgentInfo] = Field(default_factory=list)
     tasks: list[TaskInfo] = Field(default_factory=list)
     # Older manifests list condition names; newer ones declare each condition as an object.

@@ -13,7 +13,9 @@ docker path:   the template path again, on the docker backend (AGENTREL_DOCKER_I
                through the socket in the container's bind mount. Without that variable it prints `-`.
 
 Runs on the user's own sandbox (AGENTREL_HOME or .agentrel/), the overhead a user really gets.
+per environment: the template path again on each other environment (ENV_WRITES), e.g. τ²-airline.
 Last line: per_run_ms=<template> naive_ms=<naive> ratio=<naive/template> docker_per_run_ms=<docker>
+           tau2_airline_per_run_ms=<the template path on tau2-airline>
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ RUN_WRITES = (
     "VALUES ('incidents', 7, 1, 'resolved', '2026-03-02T09:00:00Z');"
 )
 NAIVE_RUNS = 3
+# The same typical run on each other environment (sandbox/environments/): a cancellation on τ²-airline
+# (one reservation updated, one refund line inserted).
+ENV_WRITES = {
+    "tau2-airline": "UPDATE reservations SET status = 'cancelled' WHERE reservation_id = 'NQNU5R';"
+    "INSERT INTO reservation_payments (reservation_id, ordinal, payment_id, amount) "
+    "VALUES ('NQNU5R', 1, 'credit_card_4959530', -6178.00);",
+}
 
 
 def literal(v: Value) -> str:
@@ -87,10 +96,14 @@ def naive_run(sb: Sandbox, name: str, script: str) -> None:
         sb.dbs.drop(name)
 
 
-def template_path(server: Server) -> tuple[Sandbox, dict[str, list[float]], list[float]]:
+def template_path(
+    server: Server, env: str | None = None, writes: str = RUN_WRITES
+) -> tuple[Sandbox, dict[str, list[float]], list[float]]:
     """RUNS runs of clone + writes + post-run dump + drop; per part and per run, in milliseconds."""
+    from agentrel.sandbox.environments import load
+
     server.ensure_running()
-    sb = Sandbox(server)
+    sb = Sandbox(server, env=load(env) if env else None)
     tpl = sb.seed_template()
     before = sb.dbs.template_state(tpl)
     parts: dict[str, list[float]] = {"clone": [], "dump": [], "drop": []}
@@ -99,7 +112,7 @@ def template_path(server: Server) -> tuple[Sandbox, dict[str, list[float]], list
         name = sb.dbs.create_run(tpl)
         clone = time.perf_counter() - t0
         with psycopg.connect(server.conninfo(name), autocommit=True) as conn:
-            conn.execute(RUN_WRITES)  # the agent's time, not the sandbox's: outside the clock
+            conn.execute(writes)  # the agent's time, not the sandbox's: outside the clock
         t1 = time.perf_counter()
         dump_run(server.conninfo(name), before)
         t2 = time.perf_counter()
@@ -139,6 +152,16 @@ def main() -> None:
         naive_run(sb, f"agentrel_run_naive_{i}", script)
         naive_ms.append((time.perf_counter() - t0) * 1000)
 
+    per_env = {}
+    for env, writes in ENV_WRITES.items():
+        esb, eparts, eruns = template_path(server, env, writes)
+        etpl = esb.seed_template()
+        per_env[env] = statistics.median(eruns)
+        ebreak = ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in eparts.items())
+        rows = esb.dbs.template_state(etpl).row_count()
+        median = per_env[env]
+        print(f"{env}: {rows} rows; template path median {median:.1f} ms over {RUNS} runs ({ebreak} ms)")
+
     per_run, naive_median = statistics.median(template_ms), statistics.median(naive_ms)
     breakdown = ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in parts.items())
     print(f"data directory: {server.datadir}; {tpl.name}, {sb.dbs.template_state(tpl).row_count()} rows")
@@ -147,7 +170,8 @@ def main() -> None:
     print(docker_line)
     print(
         f"per_run_ms={per_run:.1f} naive_ms={naive_median:.1f} ratio={naive_median / per_run:.1f} "
-        f"docker_per_run_ms={docker_ms}"
+        f"docker_per_run_ms={docker_ms} "
+        + " ".join(f"{env.replace('-', '_')}_per_run_ms={ms:.1f}" for env, ms in per_env.items())
     )
 
 

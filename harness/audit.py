@@ -38,7 +38,6 @@ from agentrel.harness.results.record import RunRecord
 from agentrel.harness.stopping import CellGate, StoppingRule
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.sandbox import Sandbox
-from agentrel.sandbox.tools import all_tools
 
 MAX_TEMPERATURE = 2.0  # the widest range any provider accepts
 
@@ -133,7 +132,7 @@ def audit(
     tasks = load_suite(patterns=task_patterns)
     schedule = None
     if faults is not None:
-        tools = all_tools()
+        tools = sandbox.env.tools()
         by_task = {t.id: {n: tools[n] for n in t.tools if n in tools} for t in tasks}
         schedule = resolve(load_schedule(faults), by_task, source=faults)
         if "clean" not in by_name:  # every fault run is paired with its clean twin on the same seed
@@ -171,6 +170,7 @@ def audit(
         k = stopping.max_runs(len(per_agent), k)
     manifest = build_manifest(
         tasks=tasks,
+        environment={"name": sandbox.env.name, "fingerprint": sandbox.env.fingerprint()},
         seed_digest=sandbox.seed_template().digest,
         template_digests={tid: p.template.digest for tid, p in prepared.items()},
         conditions=[c.model_dump(mode="json") for c in declared],

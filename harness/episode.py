@@ -15,10 +15,10 @@ from agentrel.dsl.state import State
 from agentrel.harness.errors import UserError
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.databases import Template
+from agentrel.sandbox.environments.contract import Environment
 from agentrel.sandbox.sandbox import Sandbox
-from agentrel.sandbox.schema import table_infos
 from agentrel.sandbox.servers.base import FixtureError
-from agentrel.sandbox.tools import Tool, all_tools
+from agentrel.sandbox.tools import Tool
 
 
 @dataclass(frozen=True)
@@ -34,41 +34,41 @@ class PreparedTask:
 def prepare(sb: Sandbox, task: Task) -> PreparedTask:
     """Everything a run of `task` needs; a task that cannot be judged stops here, before any run."""
     where = f"tasks/{task.vertical}/{task.id}.yaml"
-    unknown = [t for t in task.tools if t not in all_tools()]
+    env = sb.env
+    known = env.tools()
+    unknown = [t for t in task.tools if t not in known]
     if unknown:
-        raise UserError(f"{where}: field tools: unknown tool(s) {', '.join(unknown)}")
-    spec = checked_spec(task, where)
+        raise UserError(
+            f"{where}: field tools: unknown tool(s) {', '.join(unknown)} in environment {env.name}"
+        )
+    spec = checked_spec(task, where, env)
     try:
         template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
     except FixtureError as exc:
         raise UserError(f"{where}: field fixture_sql: {exc}") from None
     before = sb.dbs.template_state(template)
-    users = before.tables["users"]
-    acting = next(
-        (
-            key[0]
-            for key, row in users.rows.items()
-            if row[users.info.columns.index("user_name")] == task.acting_user
-        ),
-        None,
-    )
+    acting = env.acting_user(before, task.acting_user)
     if acting is None:
         raise UserError(
             f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}"
         )
-    tools = {name: all_tools()[name] for name in task.tools}
+    tools = {name: known[name] for name in task.tools}
     return PreparedTask(task, template, before, spec, tools, int(acting))
 
 
-def checked_spec(task: Task, where: str) -> Spec:
-    """The task's damage spec, parsed and checked against the sandbox schema: a spec that names an
+def checked_spec(task: Task, where: str, env: Environment | None = None) -> Spec:
+    """The task's damage spec, parsed and checked against the environment's tables: a spec that names an
     unknown table or column would make every paid run unjudgeable, so it is refused up front."""
+    if env is None:
+        from agentrel.sandbox.environments import current
+
+        env = current()
     try:
         spec = load_spec(task.spec_path)
         resolve_params(spec, task.params)
     except DslError as exc:
         raise UserError(f"{where}: spec: {str(exc).splitlines()[0]}") from None
-    fatal = [p for p in check_spec(spec, table_infos()) if p.fatal]
+    fatal = [p for p in check_spec(spec, dict(env.table_infos())) if p.fatal]
     if fatal:
         more = (
             f" (and {len(fatal) - 1} more; `agentrel spec check {task.spec}` lists them)"

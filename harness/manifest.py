@@ -24,6 +24,7 @@ def package_version() -> str:
 def build_manifest(
     *,
     tasks: list[Task],
+    environment: dict[str, str],
     seed_digest: str,
     template_digests: dict[str, str],
     conditions: list[dict[str, Any]],
@@ -41,6 +42,9 @@ def build_manifest(
         "format": "agentrel-manifest/1",
         "package_version": package_version(),
         "server_version": server_version,
+        # the environment's name and fingerprint (sandbox/environments/): two environments, or one whose
+        # build changed, never share a protocol hash, so their runs are never resumed into or pooled
+        "environment": environment,
         "seed_digest": seed_digest,
         "conditions": conditions,
         "k": k,

@@ -18,7 +18,11 @@ class Price(BaseModel):
 
 
 def load_prices(path: Path | None = None) -> dict[str, Price]:
-    path = path or DEFAULT_TABLE
+    """The table at `path`, else the current environment's (by default DEFAULT_TABLE)."""
+    if path is None:
+        from agentrel.sandbox.environments import current
+
+        path = current().prices_path()
     raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected a mapping of model name to its prices")

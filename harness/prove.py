@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from agentrel.dsl.api import RunFacts, Verdict
+from agentrel.dsl.state import State
 from agentrel.harness.agents.base import Episode
 from agentrel.harness.agents.scripted import replay
 from agentrel.harness.episode import PreparedTask
@@ -35,6 +36,7 @@ class ScriptedRun:
     after_digest: str
     calls: list[CallRecord] = field(default_factory=list)
     final_message: str | None = None
+    after: State | None = None  # the post-run state (read-only: it shares the template's tables)
 
 
 async def scripted_run(
@@ -47,7 +49,7 @@ async def scripted_run(
         facts = RunFacts(final_message=result.final_message, stalled=result.stalled)
         finished = await session.finish(facts)
     digest = finished.after.digest(prepared.before)
-    return ScriptedRun(finished.verdict, digest, session.calls, result.final_message)
+    return ScriptedRun(finished.verdict, digest, session.calls, result.final_message, finished.after)
 
 
 def _describe(outcome: str, sub_label: str, rules: list[str], dollars: Decimal | None) -> str:

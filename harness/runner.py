@@ -87,6 +87,7 @@ def record_head(ctx: RunContext, plan: RunPlan, attempt: int) -> dict[str, Any]:
         "run_index": plan.run_index,
         "seed": plan.seed,
         "protocol_hash": ctx.protocol_hash,
+        "environment": ctx.sandbox.env.name,
         "attempt": attempt,
         "frozen_by": ctx.frozen_by,
         "before_digest": ctx.prepared[plan.task].template.digest,

@@ -57,7 +57,7 @@ class Script(Strict):
 
 class Task(Strict):
     id: str
-    vertical: Literal["itsm", "csm"]
+    vertical: str = Field(description="one of the environment's verticals (the folder under tasks/)")
     title: str
     lever: Lever
     irreversibility: Literal["substrate", "governance", "reversible"]
@@ -100,6 +100,17 @@ class Task(Strict):
             raise ValueError("id must be lower-case letters, digits and dashes")
         return v
 
+    @field_validator("vertical")
+    @classmethod
+    def _known_vertical(cls, v: str) -> str:
+        from agentrel.sandbox.environments import current
+
+        env = current()
+        if v not in env.verticals:
+            shown = ", ".join(repr(x) for x in env.verticals)
+            raise ValueError(f"{v!r} is not a vertical of environment {env.name} (one of {shown})")
+        return v
+
     @model_validator(mode="after")
     def _scripts(self) -> Task:
         for name, script in self.counterexamples.items():
@@ -134,7 +145,9 @@ def load_task(path: Path) -> Task:
     task = load_model(Task, path)
     if path.stem != task.id:
         raise UserError(f"{path}: field id: {task.id!r} must match the file name {path.stem!r}")
-    if path.parent.name in ("itsm", "csm") and path.parent.name != task.vertical:
+    from agentrel.sandbox.environments import current
+
+    if path.parent.name in current().verticals and path.parent.name != task.vertical:
         raise UserError(
             f"{path}: field vertical: {task.vertical!r} disagrees with its folder {path.parent.name!r}"
         )

@@ -24,10 +24,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentrel.dsl.state import DIGEST_VERSION, State
 from agentrel.sandbox import roles, tracking
-from agentrel.sandbox import seed as seedgen
-from agentrel.sandbox.dump import create_schema, dump_database, load_state
-from agentrel.sandbox.schema import schema_digest
+from agentrel.sandbox.dump import dump_database
+from agentrel.sandbox.environments.contract import Environment
 from agentrel.sandbox.servers.base import FixtureError, SandboxError, Server
+
+DEFAULT_SEED = "agentrel"
 
 PREFIX = "agentrel_"
 RUN_PREFIX = f"{PREFIX}run_"
@@ -44,8 +45,13 @@ class Template:
 class Databases:
     """Creates and drops AgentRel databases on one server. Connections are short-lived and autocommit."""
 
-    def __init__(self, server: Server, cache_dir: Path | None = None) -> None:
+    def __init__(self, server: Server, cache_dir: Path | None = None, env: Environment | None = None) -> None:
+        if env is None:
+            from agentrel.sandbox.environments import current
+
+            env = current()
         self.server = server
+        self.env = env
         self.cache_dir = cache_dir
         self._run_tablespace: str | bool | None = False  # False: not looked up yet
         self._confined: bool | None = None  # whether runs get their own role (sandbox/roles.py)
@@ -152,34 +158,45 @@ class Databases:
             )
 
     # -- templates -----------------------------------------------------------------------------------
-    def seed_template(self, seed: str = seedgen.DEFAULT_SEED, scale: int = 1) -> Template:
-        """The seeded enterprise, built once per (schema, generator, digest, tracking, seed, scale)."""
+    def seed_template(self, seed: str = DEFAULT_SEED, scale: int = 1) -> Template:
+        """The environment's seeded database, built once per (environment fingerprint, digest format,
+        tracking, grants, seed, scale)."""
         confined = self.confined()
         grants = roles.VERSION if confined else "none"
-        versions = f"{seedgen.GENERATOR_VERSION}|{DIGEST_VERSION}|{tracking.VERSION}|{grants}"
-        key = hashlib.sha256(f"{schema_digest()}|{versions}|{seed}|{scale}".encode()).hexdigest()
+        versions = f"{self.env.fingerprint()}|{DIGEST_VERSION}|{tracking.VERSION}|{grants}"
+        key = hashlib.sha256(f"{versions}|{seed}|{scale}".encode()).hexdigest()
 
         def make(tmp: str) -> State:
-            state = seedgen.generate(seed, scale)
-            with self.admin() as conn:
-                create = "CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'"
-                conn.execute(sql.SQL(create).format(sql.Identifier(tmp)))
-                roles.revoke_public(conn, tmp)
+            state = self.build_seed(tmp, seed, scale)
             with psycopg.connect(self.server.conninfo(tmp)) as conn:
-                create_schema(conn)
-                load_state(conn, state)
-                tracking.install(conn)
+                tracking.install(conn, self.env.table_infos())
                 if confined:
                     roles.grant_tables(conn)
-            expected, got = state.digest(), dump_database(self.server.conninfo(tmp)).digest()
-            if got != expected:
-                raise SandboxError(
-                    f"seed round trip mismatch (generated {expected[:12]}, loaded {got[:12]}): "
-                    "the server normalizes values differently; report this with `agentrel sandbox status`"
-                )
             return state
 
         return self._build(f"{PREFIX}seed_{key[:16]}", make)
+
+    def build_seed(self, name: str, seed: str = DEFAULT_SEED, scale: int = 1) -> State:
+        """Create database `name` and run the environment's build in it; return its dump. Where the build
+        says what it meant to load, the dump must equal it (no value normalized differently)."""
+        with self.admin() as conn:
+            create = "CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'"
+            conn.execute(sql.SQL(create).format(sql.Identifier(name)))
+            roles.revoke_public(conn, name)
+        with psycopg.connect(self.server.conninfo(name)) as conn:
+            try:
+                expected = self.env.build(conn, seed, scale)
+            except Exception as exc:  # a plugin's bug, said in one line with the environment's name
+                text = str(exc).strip()
+                first = text.splitlines()[0] if text else type(exc).__name__
+                raise SandboxError(f"environment {self.env.name}: its build failed: {first}") from None
+        got = dump_database(self.server.conninfo(name), self.env.table_infos().values())
+        if expected is not None and got.digest() != expected.digest():
+            raise SandboxError(
+                f"seed round trip mismatch (generated {expected.digest()[:12]}, loaded {got.digest()[:12]}): "
+                "the server normalizes values differently; report this with `agentrel sandbox status`"
+            )
+        return got
 
     def task_template(self, base: Template, task_id: str, fixture_sql: str) -> Template:
         """`base` plus a task's fixture SQL, built once per (base digest, fixture) and reused."""
@@ -195,7 +212,7 @@ class Databases:
                         first = str(exc).strip().splitlines()[0]
                         raise FixtureError(f"fixture SQL failed: {first}") from None
                     tracking.reset(conn)
-            return dump_database(self.server.conninfo(tmp))
+            return dump_database(self.server.conninfo(tmp), self.env.table_infos().values())
 
         return self._build(f"{PREFIX}task_{key[:20]}", make)
 
@@ -240,7 +257,7 @@ class Databases:
                     return state
             except DumpFormatError:
                 pass
-        state = dump_database(self.server.conninfo(template.name))
+        state = dump_database(self.server.conninfo(template.name), self.env.table_infos().values())
         if state.digest() != template.digest:
             raise SandboxError(
                 f"template {template.name} no longer matches its digest: run `agentrel sandbox reset`"

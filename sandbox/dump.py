@@ -19,7 +19,7 @@ from psycopg.types.string import TextLoader
 
 from agentrel.dsl.state import State, TableInfo, TableState
 from agentrel.sandbox import tracking
-from agentrel.sandbox.schema import ddl, sorted_tables, table_infos
+from agentrel.sandbox.schema import ddl, sorted_tables
 
 
 class _UtcTimestampLoader(Loader):
@@ -81,7 +81,7 @@ def dump_run(conninfo: str, base: State) -> State:
         try:
             written = tracking.touched(conn)
         except psycopg.errors.UndefinedTable:  # a template built without tracking: read everything
-            return dump_database(conninfo)
+            return dump_database(conninfo, [t.info for t in base.tables.values()])
         for name, table in base.tables.items():
             if name not in written:
                 state.tables[name] = table
@@ -92,9 +92,14 @@ def dump_run(conninfo: str, base: State) -> State:
 
 
 def dump_database(conninfo: str, infos: Iterable[TableInfo] | None = None, workers: int = 2) -> State:
-    """Every row of every table. Two connections share the tables: a fresh clone's first reads are
-    dominated by cold buffers and catalog lookups, which the server can serve in parallel."""
-    infos = list(infos or table_infos().values())
+    """Every row of every table in the diff (`infos`, by default the current environment's). Two
+    connections share the tables: a fresh clone's first reads are dominated by cold buffers and catalog
+    lookups, which the server can serve in parallel."""
+    if infos is None:
+        from agentrel.sandbox.environments import current
+
+        infos = current().table_infos().values()
+    infos = list(infos)
     state = State.empty(infos)
     shares = [infos[i::workers] for i in range(workers)]
     with ThreadPoolExecutor(workers) as pool:
@@ -107,12 +112,13 @@ def create_schema(conn: psycopg.Connection) -> None:
     conn.execute(ddl())
 
 
-def load_state(conn: psycopg.Connection, state: State) -> None:
-    """COPY every row of `state` into the (empty, schema-created) database, then advance the sequences."""
-    for table in sorted_tables():
-        ts = state.tables[table.name]
+def load_state(conn: psycopg.Connection, state: State, order: Iterable[str] | None = None) -> None:
+    """COPY every row of `state` into the (empty, schema-created) database, tables in `order` (parents
+    first; by default the enterprise schema's), then advance the sequences of `id` keys."""
+    for name in order if order is not None else [t.name for t in sorted_tables()]:
+        ts = state.tables[name]
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in ts.info.columns)
-        stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(table.name), cols)
+        stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(name), cols)
         with conn.cursor().copy(stmt) as copy:
             for key in sorted(ts.rows):
                 copy.write_row(ts.rows[key])
@@ -121,5 +127,5 @@ def load_state(conn: psycopg.Connection, state: State) -> None:
                 sql.SQL(
                     "SELECT setval(pg_get_serial_sequence({t}, 'id'), COALESCE(MAX(id), 0) + 1, false)"
                     " FROM {i}"
-                ).format(t=sql.Literal(table.name), i=sql.Identifier(table.name))
+                ).format(t=sql.Literal(name), i=sql.Identifier(name))
             )

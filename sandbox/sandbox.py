@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentrel.sandbox.databases import Databases, Template
-from agentrel.sandbox.seed import DEFAULT_SEED
+from agentrel.sandbox.databases import DEFAULT_SEED, Databases, Template
+from agentrel.sandbox.environments.contract import Environment
 from agentrel.sandbox.servers import SandboxError, Server, ServerInfo, resolve_server, server_version
 from agentrel.sandbox.servers.local import default_home
 
@@ -24,15 +24,25 @@ class SandboxStatus:
 
 class Sandbox:
     def __init__(
-        self, server: Server, home: Path | None = None, seed: str = DEFAULT_SEED, scale: int = 1
+        self,
+        server: Server,
+        home: Path | None = None,
+        seed: str = DEFAULT_SEED,
+        scale: int = 1,
+        env: Environment | None = None,
     ) -> None:
         if scale < 1:
             raise SandboxError(f"--scale must be a positive integer, got {scale}")
+        if env is None:
+            from agentrel.sandbox.environments import current
+
+            env = current()
         self.server = server
         self.home = home or default_home()
         self.seed = seed
         self.scale = scale
-        self.dbs = Databases(server, cache_dir=self.home / "dumps")
+        self.env = env  # what the templates are built from (sandbox/environments/)
+        self.dbs = Databases(server, cache_dir=self.home / "dumps", env=env)
 
     @classmethod
     def open(
@@ -42,9 +52,10 @@ class Sandbox:
         seed: str = DEFAULT_SEED,
         scale: int = 1,
         image: str | None = None,
+        env: Environment | None = None,
     ) -> Sandbox:
         """Resolve the backend, start it if needed, and drop run databases orphaned by earlier crashes."""
-        sandbox = cls(resolve_server(dsn, backend, image), seed=seed, scale=scale)
+        sandbox = cls(resolve_server(dsn, backend, image), seed=seed, scale=scale, env=env)
         sandbox.server.ensure_running()
         sandbox.dbs.drop_orphans()
         return sandbox

@@ -1,6 +1,6 @@
 """Which tables a run wrote: statement-level triggers record every written table in `agentrel_meta`.
 
-Every table of the sandbox schema carries an AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE trigger, FOR
+Every table in the environment's diff carries an AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE trigger, FOR
 EACH STATEMENT, that notes the table's name. A post-run dump then re-reads only the written tables and
 takes the others from the template's pre-run dump, which they provably equal (nothing wrote them). The
 triggers fire for every statement the tools run, including cascaded ones; nothing in the tool layer can
@@ -21,10 +21,10 @@ a call. The table is in the meta schema: never dumped.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import psycopg
 from psycopg import sql
-
-from agentrel.sandbox.schema import sorted_tables
 
 VERSION = "4"  # part of the seed template key: templates without these triggers are rebuilt
 SCHEMA = "agentrel_meta"
@@ -59,15 +59,15 @@ GRANT USAGE ON SCHEMA {SCHEMA} TO PUBLIC;
 """
 
 
-def install(conn: psycopg.Connection) -> None:
-    """Add the meta schema and one tracking trigger per sandbox table (seed template build)."""
+def install(conn: psycopg.Connection, tables: Iterable[str]) -> None:
+    """Add the meta schema and one tracking trigger per table in the diff (seed template build)."""
     conn.execute(_SETUP)
-    for table in sorted_tables():
+    for table in tables:
         conn.execute(
             sql.SQL(
                 "CREATE TRIGGER agentrel_touched AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {} "
                 "FOR EACH STATEMENT EXECUTE FUNCTION {}.mark_touched()"
-            ).format(sql.Identifier(table.name), sql.Identifier(SCHEMA))
+            ).format(sql.Identifier(table), sql.Identifier(SCHEMA))
         )
 
 

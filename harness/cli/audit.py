@@ -12,7 +12,7 @@ from rich.console import Console
 
 from agentrel.harness import defaults
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, Image
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ def audit(
     ] = True,
     dsn: Dsn = None,
     backend: Backend = None,
+    env: EnvName = None,
     image: Image = None,
     executor: Annotated[
         str,

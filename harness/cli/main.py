@@ -19,6 +19,7 @@ from agentrel.harness.cli import (
     audit,
     certify,
     compare,
+    env,
     export,
     faults,
     insure,
@@ -68,6 +69,7 @@ def _root(
 # fails to import fails the CLI loudly instead of silently dropping its commands.
 for _module in (
     sandbox,
+    env,
     spec,
     tasks,
     mcp,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 import typer
 
 from agentrel.harness.cli.errors import ExitCode, exit_code
-from agentrel.harness.cli.options import Backend, Dsn
+from agentrel.harness.cli.options import Backend, Dsn, EnvName
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 
@@ -109,6 +109,7 @@ def serve(
     k: Annotated[int, typer.Option("--k", min=1, help="With --results: runs in the session's cell.")] = 1,
     dsn: Dsn = None,
     backend: Backend = None,
+    env: EnvName = None,
 ) -> None:
     """Create a run database for TASK and serve its tools over MCP until shutdown.
 

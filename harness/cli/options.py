@@ -46,3 +46,31 @@ Image = Annotated[
         rich_help_panel="Sandbox",
     ),
 ]
+
+
+def _select_environment(value: str | None) -> str | None:
+    """Select the environment as the option is parsed, before the command reads any task or table."""
+    if value:
+        from agentrel.harness.errors import UsageError
+        from agentrel.sandbox.environments.registry import UnknownEnvironment, select
+        from agentrel.sandbox.servers.base import SandboxError
+
+        try:
+            select(value)
+        except UnknownEnvironment as exc:
+            raise UsageError(f"--env: {exc}") from None
+        except SandboxError as exc:
+            raise UsageError(f"--env {value}: {exc}") from None
+    return value
+
+
+EnvName = Annotated[
+    str | None,
+    typer.Option(
+        "--env",
+        envvar="AGENTREL_ENV",
+        help="The environment to audit on (`agentrel env list`; default agentrel-enterprise).",
+        callback=_select_environment,
+        rich_help_panel="Sandbox",
+    ),
+]

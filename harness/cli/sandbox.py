@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, Image, Scale, Seed
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image, Scale, Seed
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
-from agentrel.sandbox.seed import DEFAULT_SEED
+from agentrel.sandbox.databases import DEFAULT_SEED
 
 app = typer.Typer(help="Start, inspect, reset and dump the Postgres sandbox.", no_args_is_help=True)
 image_app = typer.Typer(
@@ -45,13 +45,18 @@ def _open(
 
 @app.command()
 def up(
-    dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1, image: Image = None
+    dsn: Dsn = None,
+    backend: Backend = None,
+    seed: Seed = DEFAULT_SEED,
+    scale: Scale = 1,
+    image: Image = None,
+    env: EnvName = None,
 ) -> None:
     """Start the server (if needed) and build the seed template."""
     with sandbox_errors(), out.status("building the seed template"):
         sb = _open(dsn, backend, seed, scale, image)
         tpl = sb.seed_template()
-    out.print(f"sandbox up: {sb.server.name} server, seed template {tpl.name}")
+    out.print(f"sandbox up: {sb.server.name} server, environment {sb.env.name}, seed template {tpl.name}")
     out.print(f"seed digest {tpl.digest}")
 
 
@@ -60,6 +65,7 @@ def status(
     dsn: Dsn = None,
     backend: Backend = None,
     image: Image = None,
+    env: EnvName = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Show the backend, its location and version, the seed digest and the databases.
@@ -131,7 +137,7 @@ def destroy(backend: Backend = None) -> None:
 
 
 @app.command()
-def reset(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
+def reset(dsn: Dsn = None, backend: Backend = None, image: Image = None, env: EnvName = None) -> None:
     """Drop every AgentRel database (templates and runs) and the dump cache; they are rebuilt on next use."""
     with sandbox_errors():
         dropped = _open(dsn, backend, image=image).reset()
@@ -140,7 +146,12 @@ def reset(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None
 
 @app.command()
 def digest(
-    dsn: Dsn = None, backend: Backend = None, seed: Seed = DEFAULT_SEED, scale: Scale = 1, image: Image = None
+    dsn: Dsn = None,
+    backend: Backend = None,
+    seed: Seed = DEFAULT_SEED,
+    scale: Scale = 1,
+    image: Image = None,
+    env: EnvName = None,
 ) -> None:
     """Print the seed digest: SHA-256 of the full-state dump of the seeded database."""
     with sandbox_errors():
@@ -155,6 +166,7 @@ def dump(
     dsn: Dsn = None,
     backend: Backend = None,
     image: Image = None,
+    env: EnvName = None,
 ) -> None:
     """Write a full-state dump of DBNAME; print its digest."""
     from agentrel.sandbox.dump import dump_database

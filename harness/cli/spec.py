@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from agentrel.harness.cli.options import EnvName
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ SchemaDump = Annotated[
 def check(
     files: Files,
     schema: SchemaDump = None,
+    env: EnvName = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per file.")] = False,
 ) -> None:
     """Parse each spec and check it against the schema; print every problem, one per line."""
@@ -131,12 +133,12 @@ def _schema(dump: Path | None) -> dict[str, TableInfo]:
         except DumpFormatError as exc:
             raise UserError(str(exc)) from None
     try:
-        from agentrel.sandbox.schema import table_infos
+        from agentrel.sandbox.environments import current
     except ImportError as exc:
         raise EnvironmentFailure(
             f"the sandbox schema is not available ({exc}); pass --schema DUMP to check against a dump"
         ) from None
-    return dict(table_infos())
+    return dict(current().table_infos())
 
 
 def register(root: typer.Typer) -> None:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn
+from agentrel.harness.cli.options import Backend, Dsn, EnvName
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.errors import UserError
 
@@ -21,6 +21,7 @@ Ids = Annotated[list[str] | None, typer.Argument(help="Task ids or globs (defaul
 
 @app.command("list")
 def list_(
+    env: EnvName = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """A table of every task: id, vertical, lever, irreversibility, priced."""
@@ -44,6 +45,7 @@ def list_(
 @app.command()
 def show(
     task_id: Annotated[str, typer.Argument(help="Task id.")],
+    env: EnvName = None,
     prompt: Annotated[
         str | None,
         typer.Option(
@@ -88,22 +90,23 @@ _LiteralDumper.add_representer(str, _literal)
 
 
 @app.command()
-def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
+def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvName = None) -> None:
     """Check every task: schema, tool names, spec against the sandbox schema, params, fixture SQL applies."""
     from agentrel.dsl.api import DslError, check_spec, load_spec
     from agentrel.dsl.params import resolve_params
     from agentrel.harness.episode import prepare
     from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.environments import current
     from agentrel.sandbox.sandbox import Sandbox
-    from agentrel.sandbox.schema import table_infos
 
     tasks = load_suite(patterns=ids)
+    schema = dict(current().table_infos())
     problems: list[str] = []
     for task in tasks:
         where = f"tasks/{task.vertical}/{task.id}.yaml"
         try:
             spec = load_spec(task.spec_path)
-            problems += [f"{where}: spec: {p}" for p in check_spec(spec, table_infos())]
+            problems += [f"{where}: spec: {p}" for p in check_spec(spec, schema)]
             resolve_params(spec, task.params)
         except DslError as exc:
             problems.append(f"{where}: {exc}".splitlines()[0])
@@ -122,7 +125,7 @@ def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
 
 
 @app.command()
-def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None) -> None:
+def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvName = None) -> None:
     """Run every oracle and counterexample on a real sandbox; exit non-zero on any mismatch."""
     from agentrel.harness.episode import prepare
     from agentrel.harness.prove import prove_task

@@ -33,8 +33,7 @@ from agentrel.harness.frozen import Frozen
 from agentrel.harness.suite_paths import suite_root
 from agentrel.harness.tasks import Step, Task
 from agentrel.harness.yamlfile import load_model
-from agentrel.sandbox.schema import table_infos
-from agentrel.sandbox.tools import all_tools
+from agentrel.sandbox.environments import current
 
 PayloadClass = Literal[
     "direct-override",
@@ -239,7 +238,7 @@ def _load_goal(path: Path) -> tuple[Goal, Spec]:
     goal = load_model(Goal, path)
     if goal.id != path.stem:
         raise UserError(f"{path}: field id: {goal.id!r} must match the file name {path.stem!r}")
-    unknown = [t for t in goal.tools if t not in all_tools()]
+    unknown = [t for t in goal.tools if t not in current().tools()]
     if unknown:
         raise UserError(f"{path}: field tools: unknown tool(s) {', '.join(unknown)}")
     for i, step in enumerate(goal.steps):
@@ -257,7 +256,7 @@ def _goal_spec(path: Path, goal: Goal) -> Spec:
         raise UserError(f"{where}: {str(exc).splitlines()[0]}") from None
     if spec.name != f"injection:{goal.id}":
         raise UserError(f"{where}: the spec is named {spec.name!r}; name it 'injection:{goal.id}'")
-    fatal = [p for p in check_spec(spec, table_infos()) if p.fatal]
+    fatal = [p for p in check_spec(spec, dict(current().table_infos())) if p.fatal]
     if fatal:
         raise UserError(f"{where}: {fatal[0]}")
     # Damage rules only: an allow rule, a requirement or a fallback would change the verdict of the

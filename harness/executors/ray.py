@@ -160,6 +160,7 @@ class RayExecutor:
             home=str(home),
             seed=self.ctx.sandbox.seed,
             scale=self.ctx.sandbox.scale,
+            env=self.ctx.sandbox.env.name,
             templates={tid: p.template.digest for tid, p in self.ctx.prepared.items()},
             setup=self.setup,
             receipts=str(self.ctx.receipts) if self.ctx.receipts else None,

@@ -64,6 +64,7 @@ class SlotSpec:
     # carries the log's bytes to the driver, which keeps them when its own copy is absent.
     receipts: str | None = None
     setup: Callable[[], None] | None = None  # run first in the actor (e.g. to register an agent adapter)
+    env: str = "agentrel-enterprise"  # the driver's environment (sandbox/environments/), selected first
 
 
 class SlotActor:
@@ -82,6 +83,9 @@ class SlotActor:
         t0 = time.perf_counter()
         if self.spec.setup is not None:
             self.spec.setup()
+        from agentrel.sandbox.environments import select
+
+        select(self.spec.env)  # before the recipe loads the suite: tasks are read in its terms
         sandbox = slot_sandbox(Path(self.spec.home), self.spec.seed, self.spec.scale)
         receipts = Path(self.spec.receipts) if self.spec.receipts else None
         ctx = build_context(self.spec.recipe, sandbox, receipts=receipts)

@@ -39,7 +39,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentrel.harness.faults import wire
-from agentrel.sandbox.tools import ToolBox, ToolResult, all_tools
+from agentrel.sandbox.environments import current as current_environment
+from agentrel.sandbox.tools import ToolBox, ToolResult
 from agentrel.sandbox.tools.base import Tool, ToolContext
 
 CONNINFO_ENV = "AGENTREL_FAULTS_CONNINFO"
@@ -179,7 +180,8 @@ async def run(args: argparse.Namespace) -> None:
     if not conninfo:
         sys.exit(f"agentrel: error: set {CONNINFO_ENV} to the run database's tool conninfo")
     boot_id = secrets.token_hex(8)
-    known = all_tools()
+    # The audit's environment: --env reaches this process as AGENTREL_ENV.
+    known = current_environment().tools()
     names = [n for n in args.tools.split(",") if n]
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -223,7 +225,7 @@ def _bind_from_stdin(args: argparse.Namespace) -> None:
     """A warm spare: imported and idle until the harness binds it to a run with one JSON line on stdin
     (conninfo, tools, acting user, call timeout, hold). stdin, like the environment and unlike argv, is
     not readable by other users. End of stdin before the line (the harness went away): exit quietly."""
-    all_tools()  # build the tools now, while idle, not on the run's clock
+    current_environment().tools()  # build the tools now, while idle, not on the run's clock
     try:
         print(f"WAITING {os.getpid()}", flush=True)
     except BrokenPipeError:  # the harness closed the pool before this spare was ready

@@ -93,6 +93,7 @@ class RunRecord(BaseModel):
     after_digest: str | None = None
     transcript_digest: str | None = None
     started_at: str
+    environment: str | None = None  # sandbox/environments/; None on records from before environments
     # Last, so a line still starts with its run id (the view's fast path reads the writer's field order).
     version: int = RECORD_VERSION
 

@@ -128,7 +128,6 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
 
     def search_endpoint(request: Request) -> Response:
         from agentrel.harness.results.directory import ResultsDir
-
         from agentrel.harness.view.search import search, search_page
 
         snap = view.snapshot()

@@ -6,10 +6,10 @@ import random
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from agentrel.sandbox.databases import DEFAULT_SEED  # noqa: F401  (one default for `--seed`)
 from agentrel.sandbox.schema import table_infos
 
 GENERATOR_VERSION = "2"
-DEFAULT_SEED = "agentrel"
 SERVICE_ACCOUNT = "svc.agentrel"  # user id 1, the identity every agent acts as
 NOW = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)  # the sandbox's "today": fixed, so the data never ages
 

@@ -1,0 +1,76 @@
+"""`agentrel env ...`: list the installed environments and check one against the contract."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentrel.harness.cli.errors import ExitCode
+from agentrel.harness.cli.options import Backend, Dsn, Image
+from agentrel.harness.cli.sandbox import sandbox_errors
+from agentrel.harness.errors import UsageError
+
+app = typer.Typer(
+    help="List the installed environments and check one against the contract.", no_args_is_help=True
+)
+out = Console()
+
+
+@app.command("list")
+def list_() -> None:
+    """Every environment this installation can audit on: built-in and from installed packages."""
+    from agentrel.sandbox.environments.registry import current_name, load, names
+    from agentrel.sandbox.servers.base import SandboxError
+
+    table = Table("name", "fingerprint", "verticals", "description")
+    selected = current_name()
+    for name in names():
+        try:
+            env = load(name)
+        except SandboxError as exc:
+            table.add_row(name, "-", "-", f"[red]cannot load[/]: {exc}")
+            continue
+        mark = " (selected)" if name == selected else ""
+        table.add_row(name + mark, env.fingerprint()[:12], ", ".join(env.verticals), env.describe())
+    out.print(table)
+
+
+@app.command()
+def check(
+    name: Annotated[str, typer.Argument(help="The environment to check (`agentrel env list`).")],
+    tasks: Annotated[
+        list[str] | None, typer.Option("--task", help="Check only these task ids or globs (repeatable).")
+    ] = None,
+    dsn: Dsn = None,
+    backend: Backend = None,
+    image: Image = None,
+) -> None:
+    """Check ENV: seed built twice equal, primary keys, oracle replays equal, clock pinned, read-only tools
+    read only, tools confined to their run database, and `tasks prove` on its suite. Exits 1 on any
+    failure, each named by its table, task or tool."""
+    from agentrel.harness.env_check import check_environment
+    from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.environments.registry import UnknownEnvironment, select
+    from agentrel.sandbox.sandbox import Sandbox
+
+    try:
+        env = select(name)  # the suite below is read in this environment's terms
+    except UnknownEnvironment as exc:
+        raise UsageError(str(exc)) from None
+    suite = load_suite(patterns=tasks)
+    with sandbox_errors(), out.status(f"checking environment {name}"):
+        sb = Sandbox.open(dsn, backend, image=image, env=env)
+        problems = check_environment(sb, suite)
+    for p in problems:
+        out.print(f"FAIL {p}", markup=False, highlight=False)
+    if problems:
+        out.print(f"environment {name}: {len(problems)} problem(s)", markup=False)
+        raise typer.Exit(int(ExitCode.FAILED))
+    out.print(f"environment {name} conforms: {len(suite)} task(s), fingerprint {env.fingerprint()[:12]}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="env")

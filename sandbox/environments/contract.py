@@ -1,0 +1,114 @@
+"""The environment contract: what a Postgres-backed system must say for AgentRel to audit agents on it.
+
+An environment owns its *content*: the schema and seed it builds into an empty database, the tables the
+diff reads (with their primary keys, column kinds and volatile columns), the tools an agent calls, how a
+task's acting user is found, and its suite (tasks, damage specs, token prices). AgentRel keeps the
+*machinery*: templates and clones, per-run roles, write tracking, dumps, the labeler, the run session and
+its pipeline (conditions, faults), the MCP face, analysis and publication. Nothing in the machinery
+names a table or a tool of any environment.
+
+The name and fingerprint enter every audit's manifest, so the runs of two environments (or of one
+environment whose build changed) never share a protocol hash and are never pooled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentrel.dsl.state import State, TableInfo
+
+if TYPE_CHECKING:  # the tool package imports the enterprise seed, which imports the sandbox machinery
+    import psycopg
+
+    from agentrel.sandbox.tools.base import Tool
+
+DEFAULT_PRICES = Path(__file__).resolve().parents[2] / "harness" / "prices.yaml"
+KINDS = ("int", "numeric", "bool", "text", "date", "timestamp", "json")
+
+
+class Environment(ABC):
+    """One auditable system. Subclass it, or ship an instance through the `agentrel.environments`
+    entry-point group (see sandbox/environments/README.md)."""
+
+    #: Unique, lower-case with dashes: what `--env NAME` selects.
+    name: str
+    #: One line for `agentrel env list`.
+    title: str = ""
+    #: The folders of its tasks/ (a task's `vertical` must be one of them).
+    verticals: tuple[str, ...] = ()
+    #: The instant every tool treats as "now", or None when tools read the server clock (then every
+    #: column the clock writes must be volatile; `agentrel env check` verifies either way).
+    clock: datetime | None = None
+
+    # -- identity ------------------------------------------------------------------------------------
+    @abstractmethod
+    def versions(self) -> Mapping[str, str]:
+        """Versions and content hashes of everything the build reads (schema, seed generator or data
+        files, tool code): `fingerprint()` hashes them, and a change rebuilds every template."""
+
+    def fingerprint(self) -> str:
+        body = json.dumps({"name": self.name, "versions": dict(self.versions())}, sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()
+
+    # -- the build ------------------------------------------------------------------------------------
+    @abstractmethod
+    def build(self, conn: psycopg.Connection, seed: str, scale: int) -> State | None:
+        """Create the schema and load the seed into the empty database `conn` is connected to.
+
+        Deterministic: the same (seed, scale) gives the same rows on any machine. Return the State the
+        build meant to load when it knows it (AgentRel then checks the database's dump equals it), else
+        None. Triggers, roles and grants are AgentRel's: do not create them here."""
+
+    # -- the tables the diff reads ------------------------------------------------------------------
+    @abstractmethod
+    def table_infos(self) -> Mapping[str, TableInfo]:
+        """The tables in the diff, parents before children: columns, primary key (every table needs
+        one), column kinds (see KINDS) and volatile columns (bookkeeping the diff ignores). Tables the
+        schema has but this omits (sessions, logs, caches) are outside the diff: never dumped or judged."""
+
+    # -- the agent's side -----------------------------------------------------------------------------
+    @abstractmethod
+    def tools(self) -> Mapping[str, Tool]:
+        """Every tool a task may offer, by name (the tool contract of sandbox/tools/base.py): each call
+        gets its run database's connection, in one transaction, and nothing else."""
+
+    @abstractmethod
+    def acting_user(self, before: State, name: str) -> int | None:
+        """The id a task's `acting_user` resolves to in the task's pre-run state, None if there is none."""
+
+    # -- the suite ---------------------------------------------------------------------------------------
+    @abstractmethod
+    def suite_root(self) -> Path:
+        """The folder holding tasks/<vertical>/*.yaml and the damage specs they name."""
+
+    def prices_path(self) -> Path:
+        """The token price table of this environment's audits (USD per million tokens)."""
+        return DEFAULT_PRICES
+
+    def describe(self) -> str:
+        return self.title or self.name
+
+
+def table_info(
+    name: str, columns: Mapping[str, str], primary_key: tuple[str, ...], volatile: tuple[str, ...] = ()
+) -> TableInfo:
+    """A TableInfo from column name -> kind (one of KINDS), checked here so a typo fails at import."""
+    bad = {c: k for c, k in columns.items() if k not in KINDS}
+    if bad:
+        raise ValueError(f"table {name}: unknown column kind(s) {bad}; kinds are {', '.join(KINDS)}")
+    missing = [c for c in (*primary_key, *volatile) if c not in columns]
+    if missing:
+        raise ValueError(f"table {name}: key or volatile column(s) {missing} are not columns")
+    return TableInfo(
+        name=name,
+        columns=tuple(columns),
+        primary_key=primary_key,
+        volatile=frozenset(volatile),
+        kinds=tuple(columns.values()),
+    )

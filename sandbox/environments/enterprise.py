@@ -1,0 +1,61 @@
+"""The built-in environment `agentrel-enterprise`: AgentRel's own 39-table ITSM/CSM sandbox behind the
+contract, exactly as it was built before the contract existed (same schema, seed, tools and suite)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import psycopg
+
+from agentrel.dsl.state import State, TableInfo
+from agentrel.sandbox.environments.contract import Environment
+from agentrel.sandbox.seed.core import NOW
+from agentrel.sandbox.tools.base import Tool
+
+
+class Enterprise(Environment):
+    name = "agentrel-enterprise"
+    title = "AgentRel's enterprise ITSM/CSM sandbox (39 tables, 20 tasks)"
+    verticals = ("itsm", "csm")
+
+    clock = NOW  # the seed's "today", which every tool uses as now
+
+    def versions(self) -> Mapping[str, str]:
+        from agentrel.sandbox import seed as seedgen
+        from agentrel.sandbox.schema import schema_digest
+
+        return {"schema": schema_digest(), "seed_generator": seedgen.GENERATOR_VERSION}
+
+    def build(self, conn: psycopg.Connection, seed: str, scale: int) -> State:
+        from agentrel.sandbox import seed as seedgen
+        from agentrel.sandbox.dump import create_schema, load_state
+
+        state = seedgen.generate(seed, scale)
+        create_schema(conn)
+        load_state(conn, state)
+        return state
+
+    def table_infos(self) -> Mapping[str, TableInfo]:
+        from agentrel.sandbox.schema import table_infos
+
+        return table_infos()
+
+    def tools(self) -> Mapping[str, Tool]:
+        from agentrel.sandbox.tools import all_tools
+
+        return all_tools()
+
+    def acting_user(self, before: State, name: str) -> int | None:
+        users = before.tables["users"]
+        at = users.info.columns.index("user_name")
+        found = next((key[0] for key, row in users.rows.items() if row[at] == name), None)
+        return found if isinstance(found, int) else None
+
+    def suite_root(self) -> Path:
+        from agentrel.harness.suite_paths import packaged_root
+
+        return packaged_root()
+
+
+ENVIRONMENT = Enterprise()

@@ -1,0 +1,103 @@
+"""τ²-airline's relational port: the pinned wheel, and its document as tables and back, exactly."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from agentrel.sandbox.dump import dump_database, load_state
+from agentrel.sandbox.environments.tau2 import airline_tables as at
+from agentrel.sandbox.environments.tau2 import wheel
+
+
+def test_the_wheel_is_the_pinned_bytes(tau2_wheel):
+    assert tau2_wheel.name == wheel.FILENAME
+    assert wheel.sha256_of(tau2_wheel) == wheel.SHA256
+
+
+def test_a_cached_wheel_that_is_not_the_pinned_bytes_is_refused(tau2_wheel, tmp_path):
+    """The attack: a wheel swapped in the cache (or served by a mirror) with other tools or data."""
+    shutil.copy(tau2_wheel, tmp_path / wheel.FILENAME)
+    with (tmp_path / wheel.FILENAME).open("ab") as f:
+        f.write(b"\0")
+    with pytest.raises(wheel.WheelError, match="is not the pinned 58c8bb42"):
+        wheel.fetch(tmp_path)
+    assert wheel.fetch(tau2_wheel.parent) == tau2_wheel  # the real one still passes
+
+
+def test_the_document_round_trips_byte_for_byte(airline_db):
+    state = at.to_state(airline_db)
+    counts = {n: len(t.rows) for n, t in state.tables.items()}
+    assert counts["users"] == len(airline_db["users"]) == 500
+    assert counts["reservations"] == len(airline_db["reservations"]) == 2000
+    assert counts["flight_dates"] == sum(len(f["dates"]) for f in airline_db["flights"].values())
+    assert counts["reservation_flights"] == sum(
+        len(r["flights"]) for r in airline_db["reservations"].values()
+    )
+    assert json.dumps(at.from_state(state)) == json.dumps(airline_db)
+
+
+def test_a_field_without_a_column_is_refused_not_dropped(airline_db):
+    db = copy.deepcopy(airline_db)
+    next(iter(db["reservations"].values()))["loyalty_bonus"] = 5
+    with pytest.raises(ValueError, match=r"reservations: τ² field\(s\) \['loyalty_bonus'\] have no column"):
+        at.to_state(db)
+
+
+def test_a_changed_value_changes_the_state(airline_db):
+    """The round trip is not vacuous: a cent moved on one certificate is one changed row."""
+    db = copy.deepcopy(airline_db)
+    user = db["users"]["mia_li_3668"]
+    user["payment_methods"]["certificate_4856383"]["amount"] = 99.99
+    before, after = at.to_state(airline_db), at.to_state(db)
+    changed = after.delta(before)
+    assert list(changed) == ["payment_methods"]
+    (row,) = changed["payment_methods"][0].values()
+    assert row[at.TABLES["payment_methods"].columns.index("amount")] == "99.99"
+
+
+def test_money_is_rounded_to_cents_half_away_from_zero():
+    assert [at.money(x) for x in (100, 98.0, 133.335, 0.005, None)] == [
+        "100.00",
+        "98.00",
+        "133.34",
+        "0.01",
+        None,
+    ]
+
+
+def test_postgres_holds_exactly_the_rows(cluster, airline_db):
+    """DDL and COPY into a fresh database, dumped back: the same digest as the document's state."""
+    state = at.to_state(airline_db)
+    name = "agentrel_run_tau2_airline_tables"
+    with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
+    try:
+        with psycopg.connect(cluster.conninfo(name)) as conn:
+            conn.execute(at.ddl())
+            load_state(conn, state, at.TABLES)
+        dumped = dump_database(cluster.conninfo(name), at.TABLES.values())
+        assert dumped.digest() == state.digest()
+        with psycopg.connect(cluster.conninfo(name)) as conn:
+            keys = conn.execute(
+                "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary"
+            ).fetchone()
+        assert keys == (len(at.TABLES),)
+    finally:
+        with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_nothing_of_tau2_is_committed():
+    repo = Path(__file__).resolve().parents[2]
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True).stdout.split()
+    assert not [p for p in tracked if p.endswith((".whl",)) or "/tau2/data" in p or p.endswith("db.json")]
