@@ -13,7 +13,7 @@ import pytest
 
 from agentrel.analysis.inputs import load_input
 from agentrel.analysis.normalized import InputError
-from agentrel.harness.manifest import build_manifest, protocol_hash
+from agentrel.harness.manifest import build_manifest, manifest_hash
 from agentrel.sandbox.environments import registry
 from agentrel.sandbox.environments.contract import table_info
 from tests.analysis.conftest import record, write_results
@@ -114,8 +114,8 @@ def test_the_manifest_carries_the_environment_so_two_environments_never_share_a_
 
     a = manifest("agentrel-enterprise", "f" * 64)
     assert a["environment"] == {"name": "agentrel-enterprise", "fingerprint": "f" * 64}
-    assert protocol_hash(a) != protocol_hash(manifest("refund-desk", "f" * 64))
-    assert protocol_hash(a) != protocol_hash(manifest("agentrel-enterprise", "e" * 64))
+    assert manifest_hash(a) != manifest_hash(manifest("refund-desk", "f" * 64))
+    assert manifest_hash(a) != manifest_hash(manifest("agentrel-enterprise", "e" * 64))
 
 
 def test_analysis_never_pools_two_environments_even_when_mixed_protocols_are_allowed(tmp_path):
