@@ -38,15 +38,25 @@ class RunRecipe(BaseModel):
     schedule: ResolvedSchedule | None = None
     fault_timeout_s: float = DEFAULT_FAULT_TIMEOUT_S
     frozen_by: str | None = None  # the digest of the protocol freeze the runs are recorded under
+    # Model subjects' options (--model-timeout, --model-alias, --model-meta), applied through each
+    # adapter's `configure` hook; agents without the hook (scripted, reference) have none of them.
+    model_timeout_s: float | None = None
+    model_aliases: list[tuple[str, str]] = []  # (asked, served): a served id the user accepts
+    model_meta: dict[str, Any] = {}
 
 
 def resolve_agents(recipe: RunRecipe) -> dict[str, Agent]:
     agents = {}
     for name in dict.fromkeys(recipe.models):
         try:
-            agents[name] = resolve_agent(name, recipe.sampling)
+            agents[name] = agent = resolve_agent(name, recipe.sampling)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+        configure = getattr(agent, "configure", None)
+        if configure is not None:
+            model = getattr(agent, "model", None)
+            aliases = [served for asked, served in recipe.model_aliases if asked in (name, model)]
+            configure(timeout_s=recipe.model_timeout_s, aliases=aliases, declared=recipe.model_meta)
     return agents
 
 

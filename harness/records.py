@@ -97,6 +97,9 @@ class RunRecord(BaseModel):
     fault: FaultOutcome | None = None  # under a fault schedule
     frozen_by: str | None = None  # the digest of the protocol freeze this run was recorded under
     script: str | None = Field(default=None, description="the script a scripted or reference agent followed")
+    # The model id the provider said served this run's responses (one per run: a response served by
+    # another is refused as a provider failure); None for agents without one or servers that never say.
+    served_model: str | None = None
     final_message: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)

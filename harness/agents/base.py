@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from agentrel.harness.pipeline import Event
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 
@@ -60,6 +61,12 @@ class AgentResult:
     usage: Usage = field(default_factory=Usage)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     script: str | None = None  # which script a scripted/reference agent followed
+    # What the agent noticed about its own run (a final message that is a tool call written as text, an
+    # echoed tool error): appended to the run's events.
+    events: list[Event] = field(default_factory=list)
+    # One entry per model call that was answered: its ordinal, the seed sent, the served model id.
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
+    served_model: str | None = None  # the model id the provider said served the run's responses
 
 
 class Agent(Protocol):

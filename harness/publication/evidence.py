@@ -62,6 +62,7 @@ class RecordFacts(NamedTuple):
     started_at: str
     witness_problem: str | None  # a fault run whose receipts do not show the fault landed: why
     problem: str | None  # a field the validator needs is missing or of the wrong type
+    served_model: str | None = None  # the model id the provider said served the run (part of the subject)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
         leaf, texts[0], texts[1], texts[2], texts[3], fault, run_index, attempt, texts[4], texts[5], status,
         outcome if type(outcome) is str else None, damaged, passed, frozen_by, started,
         _witness_problem(fault_outcome) if fault is not None else None, None,
+        served if type(served := get("served_model")) is str else None,
     )  # fmt: skip
 
 
