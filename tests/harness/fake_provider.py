@@ -10,8 +10,8 @@ A fake may also model a server as issue 25 asks of one: it says which model serv
 `template` renders every request through a model's own chat template, as AgentRel's local server does,
 so a reply may be computed from what the model was shown (`prompts`): a reply given as a callable is
 called with the rendered prompt (or the request body, without a template). `received` is set at each
-request and `hold`, when given, keeps the reply back until the test sets it: a test acts on an event,
-never on a sleep.
+request and `hold`, when given, keeps the replies after the first `hold_after` back until the test sets
+it (`holding` says one is held): a test acts on an event, never on a sleep.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class FakeProvider:
         props: Any = None,
         template: ChatTemplate | None = None,
         hold: threading.Event | None = None,
+        hold_after: int = 0,
     ) -> None:
         self.replies: list[Reply | Callable[[Any], Reply]] = []
         self.model = model  # the served id every response carries, unless its payload names one
@@ -48,7 +49,8 @@ class FakeProvider:
         self.template = template
         self.prompts: list[str] = []  # with a template: what the model was shown, request by request
         self.received = threading.Event()
-        self.hold = hold
+        self.hold, self.hold_after = hold, hold_after  # requests after the first `hold_after` wait on it
+        self.holding = threading.Event()  # set when a request is being held back
         self.llama_cpp = llama_cpp  # validate messages as llama-cpp-python's server does
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -90,8 +92,10 @@ class FakeProvider:
                         if provider.replies
                         else (500, {}, {"error": "no reply queued"})
                     )
+                    number = len(provider.requests)
                 provider.received.set()
-                if provider.hold is not None:
+                if provider.hold is not None and number > provider.hold_after:
+                    provider.holding.set()
                     provider.hold.wait()
                 status, headers, payload = reply(seen) if callable(reply) else reply
                 if provider.model is not None and isinstance(payload, dict) and status == 200:
