@@ -1,4 +1,4 @@
-"""llama-cpp-python's OpenAI-compatible server, with one workaround for a crash it has with real tool sets.
+"""llama-cpp-python's OpenAI-compatible server, with workarounds for two crashes: real tool sets, AMX CPUs.
 
 Under `chatml-function-calling` the server turns a tool's JSON schema into a llama.cpp grammar when the
 model calls that tool. A string bounded by a large `maxLength` (every free-text argument of AgentRel's
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import llama_cpp
 from llama_cpp import llama_grammar
 
 GRAMMAR_MAX_LENGTH = 64  # bounds up to this expand to grammars llama.cpp accepts
@@ -40,6 +41,19 @@ def from_json_schema(cls: type, json_schema: str, verbose: bool = True) -> Any:
 
 
 llama_grammar.LlamaGrammar.from_json_schema = classmethod(from_json_schema)  # type: ignore[assignment]
+
+# llama-cpp-python 0.3.36's default build crashes (SIGSEGV in ggml_backend_amx_mul_mat) at the first decode
+# on CPUs with AMX unless the model is loaded without the extra (AMX) buffer types; the server has no
+# option for it, so every Llama it makes is loaded that way.
+_llama_init = llama_cpp.Llama.__init__
+
+
+def _init_without_extra_bufts(self: Any, *args: Any, **kwargs: Any) -> None:
+    kwargs.setdefault("use_extra_bufts", False)
+    _llama_init(self, *args, **kwargs)
+
+
+llama_cpp.Llama.__init__ = _init_without_extra_bufts  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     from llama_cpp.server.__main__ import main
