@@ -201,7 +201,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def serve(model: Model, host: str, port: int) -> None:
+def make_server(model: Model, host: str, port: int) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
@@ -241,13 +241,17 @@ def serve(model: Model, host: str, port: int) -> None:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up on this request (its timeout); the answer is dropped
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    return ThreadingHTTPServer((host, port), Handler)
+
+
+def serve(model: Model, host: str, port: int) -> None:
+    server = make_server(model, host, port)
     print(f"serving {model.alias} ({model.path.name}) on http://{host}:{port}/v1", flush=True)
     server.serve_forever()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", required=True, help="the GGUF file")
     parser.add_argument("--alias", required=True, help="the model id served (what `openai/<id>` asks for)")
     parser.add_argument("--host", default="127.0.0.1")
@@ -256,7 +260,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--template", help="a chat template file to use instead of the GGUF's")
     parser.add_argument("--stats", help="append each request's token counts and timings here (JSONL)")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     serve(Model(args), args.host, args.port)
 
 
