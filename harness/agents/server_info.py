@@ -6,7 +6,7 @@ OpenAI-compatible server answers it; llama.cpp adds the weights' `meta`, vLLM th
 `max_model_len`, Ollama the tag) and, where it answers, llama.cpp's `GET /props` (the model path, the
 chat template, the build). Only stable facts are kept: a listing entry's per-request fields (`created`,
 `object`) are dropped, a chat template is kept as its SHA-256 (its text can be tens of kilobytes), and of
-a big listing (a hosted API's hundred models) only the entries that can serve the asked model.
+a big listing (a hosted API's hundred models) only the asked model's entry and those of declared aliases.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpx
-
-from agentrel.harness.agents.honesty import accepted
 
 VOLATILE = frozenset({"created", "object"})
 SMALL_LISTING = 4  # a listing this short is one server's own models: kept whole
@@ -53,7 +51,9 @@ def models_of(model: str, aliases: tuple[str, ...], body: Any) -> list[dict[str,
         return None
     entries = [_stable(e) for e in data if isinstance(e, dict) and isinstance(e.get("id"), str)]
     if len(entries) > SMALL_LISTING:
-        entries = [e for e in entries if accepted(model, e["id"], aliases)]
+        # Only the asked id and declared aliases, not every dated snapshot: a hosted API adding a snapshot
+        # must not turn the same subject into another (each run records the snapshot that served it).
+        entries = [e for e in entries if e["id"] == model or e["id"] in aliases]
     return sorted(entries, key=lambda e: str(e["id"]))
 
 

@@ -214,15 +214,17 @@ def test_the_same_alias_behind_another_template_is_another_subject(sandbox, tmp_
     assert len(ResultsDir(tmp_path / "r").records()) == 1
 
 
-def test_a_big_listing_keeps_only_the_entries_that_can_serve_the_asked_model(sandbox, tmp_path):
+def test_a_big_listing_keeps_only_the_asked_models_entry(sandbox, tmp_path):
     many = {
-        "data": [{"id": f"model-{i}", "created": i} for i in range(30)] + [{"id": "qwen-local-2024-08-06"}]
+        "data": [{"id": f"model-{i}", "created": i} for i in range(30)]
+        + [{"id": "qwen-local-2024-08-06"}, {"id": "qwen-local", "owned_by": "system", "created": 7}]
     }
     with FakeProvider(listing=many) as fake:
         fake.queue(200, openai_text("Nothing to do."))
         run_audit(sandbox, tmp_path / "r", agent_for(fake.url))
     server = json.loads((tmp_path / "r" / "manifest.json").read_text())["agents"][0]["server"]
-    assert server == {"models": [{"id": "qwen-local-2024-08-06"}]}
+    # The asked id only: a snapshot the API adds later must not make the same subject another one.
+    assert server == {"models": [{"id": "qwen-local", "owned_by": "system"}]}
 
 
 def test_model_meta_joins_the_subjects_config_and_a_bad_field_is_one_line(sandbox, tmp_path):
