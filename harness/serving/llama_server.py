@@ -10,8 +10,8 @@ installed there. What it does that a generic chat format does not:
   model will see tool descriptions, its own calls and tool results;
 - reads the model's `<tool_call>` JSON back as tool calls, and lets it answer in text whenever it likes
   (`tool_choice` is always "auto"); a request may carry `seed`, which seeds the sampler;
-- loads with `use_extra_bufts=False`: llama-cpp-python 0.3.36's default build crashes (SIGSEGV in
-  `ggml_backend_amx_mul_mat`) at the first decode on CPUs with AMX;
+- loads with `use_extra_bufts = false` in the model parameters: llama-cpp-python 0.3.36's default build
+  crashes (SIGSEGV in `ggml_backend_amx_mul_mat`) at the first decode on CPUs with AMX;
 - describes itself: `GET /v1/models` (the alias, with the weights' size, parameter count, training
   context and SHA-256) and `GET /props` (the model file, the template, the build), which AgentRel keeps
   in the subject's config; each request's token counts and timings are appended to `--stats FILE`.
@@ -60,6 +60,7 @@ class Model:
     def __init__(self, args: argparse.Namespace) -> None:
         llama_cpp = importlib.import_module("llama_cpp")
         self.llama_cpp = llama_cpp
+        without_extra_buffer_types(importlib.import_module("llama_cpp.llama_cpp"))
         self.path = Path(args.model)
         self.alias = args.alias
         self.n_ctx = args.n_ctx
@@ -68,9 +69,10 @@ class Model:
             n_ctx=args.n_ctx,
             n_threads=args.threads,
             n_threads_batch=args.threads,
-            use_extra_bufts=False,  # no AMX/extra buffer types: the default build crashes on AMX CPUs
             verbose=False,
         )
+        if getattr(self.llm.model_params, "use_extra_bufts", False):
+            sys.exit(f"{self.path}: loaded with the extra (AMX) buffer types; this build would crash on AMX")
         source = Path(args.template).read_text() if args.template else None
         source = source or self.llm.metadata.get("tokenizer.chat_template")
         if not source:
@@ -187,6 +189,25 @@ class Model:
         if self.stats is not None:
             with self.stats.open("a") as fh:
                 fh.write(json.dumps(entry) + "\n")
+
+
+def without_extra_buffer_types(low_level: Any) -> None:
+    """Make every model load without llama.cpp's extra buffer types (weight repacking for AMX).
+
+    llama-cpp-python 0.3.36's default build crashes (SIGSEGV in `ggml_backend_amx_mul_mat`) at the first
+    decode on CPUs with AMX otherwise. `Llama(...)` takes no such option (it silently ignores unknown
+    keyword arguments), so the default model parameters it starts from are changed instead."""
+    default = low_level.llama_model_default_params
+    if getattr(default, "agentrel_without_extra_bufts", False):
+        return
+
+    def params() -> Any:
+        made = default()
+        made.use_extra_bufts = False
+        return made
+
+    params.agentrel_without_extra_bufts = True  # type: ignore[attr-defined]
+    low_level.llama_model_default_params = params
 
 
 def _error(message: str, kind: str) -> dict[str, Any]:

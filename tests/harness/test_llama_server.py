@@ -33,9 +33,13 @@ class ScriptedLlama:
 
     template = HERMES_STYLE.source
     seen: ClassVar[list[tuple[str, int | None]]] = []
+    loaded_params: ClassVar[Any] = None
 
     def __init__(self, **kwargs: Any) -> None:
-        assert kwargs["use_extra_bufts"] is False  # the AMX workaround is always applied
+        # As llama_cpp.Llama: the model parameters start from the low-level defaults.
+        self.model_params = ScriptedLlama.loaded_params = sys.modules[
+            "llama_cpp.llama_cpp"
+        ].llama_model_default_params()
         self.metadata = {
             "tokenizer.chat_template": self.template,
             "general.name": "scripted",
@@ -76,6 +80,11 @@ def server(tmp_path, monkeypatch):
     monkeypatch.setitem(
         sys.modules, "llama_cpp", types.SimpleNamespace(Llama=ScriptedLlama, __version__="test")
     )
+    # llama.cpp's default model parameters use the extra (AMX) buffer types, as the real build's do.
+    low_level = types.SimpleNamespace(
+        llama_model_default_params=lambda: types.SimpleNamespace(use_extra_bufts=True)
+    )
+    monkeypatch.setitem(sys.modules, "llama_cpp.llama_cpp", low_level)
     ScriptedLlama.seen = []
     weights = tmp_path / "model.gguf"
     weights.write_bytes(b"GGUF scripted weights")
@@ -105,6 +114,7 @@ def test_the_model_sees_the_tool_result_in_its_template_and_answers_in_text(serv
     )  # fmt: skip
     (record,) = outcome.new
     assert record.status == "valid" and record.final_message == ANSWER and record.events == []
+    assert ScriptedLlama.loaded_params.use_extra_bufts is False  # loaded without the AMX buffer types
     assert [c["tool"] for c in record.tool_calls] == ["list_cab_approvals"] and record.tool_calls[0]["ok"]
     assert record.served_model == "qwen-local"
     assert [seed for _, seed in ScriptedLlama.seen] == [
