@@ -98,7 +98,9 @@ class Model:
             "size": self.path.stat().st_size,
             "sha256": self.sha256,
             "n_params": self.llm.metadata.get("general.size_label"),
-            "n_ctx_train": self.llm.n_ctx_train() if hasattr(self.llm, "n_ctx_train") else None,
+            "n_ctx_train": self.llm.metadata.get(
+                f"{self.llm.metadata.get('general.architecture')}.context_length"
+            ),
             "name": self.llm.metadata.get("general.name"),
             "quantization": self.llm.metadata.get("general.file_type"),
         }
