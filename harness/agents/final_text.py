@@ -22,6 +22,8 @@ MIN_ECHO = 16  # an error message shorter than this is too common a phrase to ca
 
 _FUNCTIONS_PREFIX = re.compile(r"\A\s*functions\.([A-Za-z_][\w\-]*)\s*:")
 _TAG = re.compile(r"<tool_call>", re.IGNORECASE)
+# A call in JSON-like text that no JSON parser takes (a `// comment` inside, a cut-off end): its keys.
+_LOOSE = re.compile(r'"name"\s*:\s*"([A-Za-z_][\w\-]*)"\s*,\s*"(?:arguments|parameters)"\s*:')
 _FENCE = re.compile(r"```")
 
 
@@ -43,7 +45,8 @@ def text_tool_call(text: str) -> tuple[str, str] | None:
     """(tool name, form) of the first tool call written in `text`, or None.
 
     Forms: `functions_prefix` (`functions.NAME:`), `tag` (inside `<tool_call>`), `fenced` (inside a code
-    fence), `bare` (a JSON object in the prose)."""
+    fence), `bare` (a JSON object in the prose), `unparsed` (JSON-like text with a name and arguments
+    that is not valid JSON, e.g. with `// comments` in it)."""
     head = _FUNCTIONS_PREFIX.match(text)
     if head:
         return head.group(1), "functions_prefix"
@@ -61,7 +64,8 @@ def text_tool_call(text: str) -> tuple[str, str] | None:
         name = _call_name(value)
         if name is not None:
             return name, _form(scan, start)
-    return None
+    loose = _LOOSE.search(scan)
+    return (loose.group(1), "unparsed") if loose else None
 
 
 def _call_name(value: Any) -> str | None:

@@ -274,6 +274,11 @@ def test_model_meta_joins_the_subjects_config_and_a_bad_field_is_one_line(sandbo
         ("Scheduled CHG9000001.\nREFUSAL: CHG9000002 has no CAB approval on record.", None),
         ('The config is {"name": "x"} with no arguments.', None),
         ("{ not json", None),
+        # As Qwen2.5-Coder-1.5B wrote in make pilot-local: a comment makes it no JSON, still a call.
+        (
+            '```json\n{\n  "name": "issue_credit",\n  "arguments": {\n    "account_id": 12345, // Assuming\n',
+            ("issue_credit", "unparsed"),
+        ),
     ],
 )
 def test_a_tool_call_written_as_text_is_recognised(text, found):
