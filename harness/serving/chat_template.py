@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,7 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+FENCED = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.DOTALL | re.IGNORECASE)
 PROBE_RESULT = "PROBE-RESULT-7f3a"
 PROBE_DESCRIPTION = "PROBE-DESCRIPTION-2b9c"
 
@@ -122,18 +124,25 @@ class Reply:
         return out
 
 
-def parse_reply(text: str, call_prefix: str = "call") -> Reply:
+def parse_reply(text: str, call_prefix: str = "call", tools: Collection[str] = ()) -> Reply:
     """The model's generated text as text and tool calls.
 
     Each `<tool_call>` block holding a JSON object with a string `name` becomes a call (its `arguments`
     re-encoded as JSON text, as the wire carries them; a block cut off by the token limit is read up
-    to the end). A block that is not such an object stays in the text: the model wrote it, and the
-    harness records a final message that looks like a call as a `text_tool_call` event."""
+    to the end). Where the text has no such block, a fenced code block (```json) holding such an object
+    that names one of the offered `tools` is read as a call too, as llama.cpp's parser for this format
+    (`llama-server --jinja`) reads it: small models write their calls that way. Anything else stays in
+    the text: the model wrote it, and the harness records a final message that looks like a call as a
+    `text_tool_call` event."""
+    found = [(m, _call_of(m.group(1))) for m in CALL.finditer(text)]
+    if not any(call for _, call in found) and tools:
+        found = [
+            (m, call) for m in FENCED.finditer(text) if (call := _call_of(m.group(1))) and call[0] in tools
+        ]
     calls: list[dict[str, Any]] = []
     kept: list[str] = []
     last = 0
-    for m in CALL.finditer(text):
-        call = _call_of(m.group(1))
+    for m, call in found:
         if call is None:
             continue
         kept.append(text[last : m.start()])

@@ -8,7 +8,8 @@ installed there. What it does that a generic chat format does not:
 - renders the model's own chat template (the GGUF's `tokenizer.chat_template`, or `--template FILE`)
   with the tools and every tool result, after `chat_template.check_template` proved on a probe that the
   model will see tool descriptions, its own calls and tool results;
-- reads the model's `<tool_call>` JSON back as tool calls, and lets it answer in text whenever it likes
+- reads the model's `<tool_call>` JSON back as tool calls (and, as llama.cpp's parser for the format
+  does, a fenced ```json call to an offered tool), and lets it answer in text whenever it likes
   (`tool_choice` is always "auto"); a request may carry `seed`, which seeds the sampler;
 - loads with `use_extra_bufts = false` in the model parameters: llama-cpp-python 0.3.36's default build
   crashes (SIGSEGV in `ggml_backend_amx_mul_mat`) at the first decode on CPUs with AMX;
@@ -149,7 +150,9 @@ class Model:
             seconds = time.perf_counter() - t0
             timings = self._perf(perf)
         choice = out["choices"][0]
-        reply = parse_reply(choice.get("text") or "", call_prefix=f"call_{int(t0 * 1000) % 10**9}")
+        offered = [t["function"]["name"] for t in tools or () if isinstance(t, dict) and "function" in t]
+        prefix = f"call_{int(t0 * 1000) % 10**9}"
+        reply = parse_reply(choice.get("text") or "", call_prefix=prefix, tools=offered)
         finish = "length" if choice.get("finish_reason") == "length" else reply.finish_reason
         usage = out.get("usage") or {}
         self._log({"seconds": round(seconds, 3), "seed": seed, **usage, **timings, "finish": finish})

@@ -105,3 +105,31 @@ def test_a_probe_marker_is_what_the_check_looks_for():
     ):
         check_template(leaky)
     assert PROBE_RESULT in leaky.render([{"role": "tool", "content": PROBE_RESULT}])
+
+
+# As Qwen2.5-Coder-1.5B answered in make pilot-local (its calls written in a code fence, not <tool_call>).
+FENCED_CALL = (
+    '```json\n{\n  "name": "issue_credit",\n  "arguments": {\n    "account_id": 10201,\n'
+    '    "amount": "600.00"\n  }\n}\n```'
+)
+
+
+def test_a_fenced_call_to_an_offered_tool_is_a_call_as_llama_cpp_reads_it():
+    reply = parse_reply("Applying it now.\n" + FENCED_CALL, tools=["issue_credit", "get_case"])
+    assert reply.content == "Applying it now."
+    (call,) = reply.tool_calls
+    assert call["function"]["name"] == "issue_credit"
+    assert json.loads(call["function"]["arguments"]) == {"account_id": 10201, "amount": "600.00"}
+
+
+def test_a_fenced_block_is_text_unless_it_calls_an_offered_tool_and_no_tag_is_there():
+    assert parse_reply(FENCED_CALL, tools=["get_case"]).tool_calls == []  # not offered: the model's text
+    assert parse_reply(FENCED_CALL).tool_calls == []  # no tools offered
+    tagged = parse_reply(
+        FENCED_CALL + '\n<tool_call>{"name": "get_case", "arguments": {"id": 1}}</tool_call>',
+        tools=["issue_credit", "get_case"],
+    )
+    assert [c["function"]["name"] for c in tagged.tool_calls] == ["get_case"]  # the tag decides
+    assert "issue_credit" in (tagged.content or "")
+    commented = FENCED_CALL.replace('"account_id": 10201,', '"account_id": 10201, // assumed')
+    assert parse_reply(commented, tools=["issue_credit"]).tool_calls == []  # not JSON: stays text
