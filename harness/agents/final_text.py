@@ -93,8 +93,11 @@ def echoed_error(final: str, tool_errors: Sequence[str]) -> str | None:
     stripped = final.strip()
     for raw in tool_errors:
         message = _error_message(raw)
-        if stripped == raw.strip() or (message and len(message) >= MIN_ECHO and message in final):
+        whole = raw.strip()
+        if stripped == whole or (len(whole) >= MIN_ECHO and whole in final):
             return message or raw
+        if message and len(message) >= MIN_ECHO and message in final:
+            return message
     own = _error_message(stripped)
     return own if own else None
 

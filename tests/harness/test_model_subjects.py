@@ -292,6 +292,11 @@ def test_an_echoed_tool_error_is_recognised():
         == "change_id 9009 does not exist"
     )
     assert echoed_error(error, [error]) == "change_id 9009 does not exist"
+    # As Qwen2.5-Coder-1.5B ended a make pilot-local run: the error result, JSON-escaped, in a made-up block.
+    quoted = '{"error":"case_id must be integer or null, got \\"CS0110201\\""}'
+    assert echoed_error(f"<tool_response>\n{quoted}\n</tool_response>", [quoted]) == (
+        'case_id must be integer or null, got "CS0110201"'
+    )
     assert echoed_error('{"error": "whatever went wrong"}', []) == "whatever went wrong"
     assert echoed_error("Scheduled CHG9000001.", [error]) is None
     assert echoed_error("It does not exist.", ['{"error":"not found"}']) is None  # too short to call an echo
