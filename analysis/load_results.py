@@ -28,6 +28,7 @@ from agentrel.analysis.attempts import Decided, decide
 from agentrel.analysis.faults import fault_report
 from agentrel.analysis.normalized import (
     EVENT_COLUMNS,
+    FINAL_TEXT_EVENTS,
     INVALID_COLUMNS,
     RUN_COLUMNS,
     SUPERSEDED_COLUMNS,
@@ -128,7 +129,8 @@ def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:
 
 
 def _operational(rec: RunRecord, v: Verdict) -> tuple[object, ...]:
-    """calls, duplicate_calls, exposure, fault, canary_echo, injected_goal of one valid run.
+    """calls, duplicate_calls, exposure, fault, canary_echo, injected_goal, text_tool_call,
+    echoed_tool_error of one valid run.
 
     The call and event lists were reduced while parsing (records.RunRecord); this runs inside the
     loader's one pass over records, and every statistic over these columns is vectorized in
@@ -139,7 +141,8 @@ def _operational(rec: RunRecord, v: Verdict) -> tuple[object, ...]:
     injected = bool(v.events) and any(
         e.spec is not None and e.spec.startswith(INJECTION_SPEC_PREFIX) for e in v.events
     )
-    return (calls, dups, rec.exposure, "fault" in kinds, "canary_echo" in kinds, injected)
+    final = tuple(k in kinds for k in FINAL_TEXT_EVENTS)
+    return (calls, dups, rec.exposure, "fault" in kinds, "canary_echo" in kinds, injected, *final)
 
 
 def _notes(

@@ -6,7 +6,8 @@ load_results) and the generic outcomes CSV (see load_csv). Both give the same pe
 
     run_id, model, agent_kind, task, condition, run, damaged, passed, errored, mutated,
     dollars, severity, irreversibility, cost_usd, protocol_hash,
-    calls, duplicate_calls, exposure, fault, canary_echo, injected_goal
+    calls, duplicate_calls, exposure, fault, canary_echo, injected_goal,
+    text_tool_call, echoed_tool_error
 
 damaged is bool; passed / errored / mutated are nullable booleans (NA when the source lacks them);
 dollars holds Decimal (None when unknown); severity and irreversibility are lower-case strings or
@@ -15,7 +16,9 @@ The operational columns feed analysis.axes: calls (tool calls in the run) and du
 repeating an earlier call's tool and args_digest) are nullable integers, NA when the source does not
 record them (a CSV; duplicate_calls also when a call lacks its digest); exposure is "exposed",
 "not_exposed", another string (unknown) or None (nothing injected); fault / canary_echo say whether the
-run has an event of that kind; injected_goal whether a damage event's spec starts with "injection:".
+run has an event of that kind; injected_goal whether a damage event's spec starts with "injection:";
+text_tool_call / echoed_tool_error whether the run ended on a tool call written as text or an echo of a
+tool error (the run stays valid and is judged by its state; the report counts them).
 
 Only valid runs are in ``runs``. A run the harness or the provider broke says nothing about the
 agent: it is in ``invalid`` (INVALID_COLUMNS, one row per run, with its status name), stays in its
@@ -63,9 +66,21 @@ RUN_COLUMNS = (
     "fault",
     "canary_echo",
     "injected_goal",
+    "text_tool_call",
+    "echoed_tool_error",
 )
 # The operational columns a source may lack: they are filled with "unknown" / False (see above).
-OPERATIONAL_COLUMNS = ("calls", "duplicate_calls", "exposure", "fault", "canary_echo", "injected_goal")
+OPERATIONAL_COLUMNS = (
+    "calls",
+    "duplicate_calls",
+    "exposure",
+    "fault",
+    "canary_echo",
+    "injected_goal",
+    "text_tool_call",
+    "echoed_tool_error",
+)
+FINAL_TEXT_EVENTS = ("text_tool_call", "echoed_tool_error")
 EVENT_COLUMNS = (
     "run_id",
     "model",
@@ -184,7 +199,7 @@ def normalize_runs(runs: pd.DataFrame) -> pd.DataFrame:
     for col in ("calls", "duplicate_calls"):
         out[col] = out[col].astype("Int64")
     out["exposure"] = out["exposure"].astype(object).where(out["exposure"].notna(), None)
-    for col in ("fault", "canary_echo", "injected_goal"):
+    for col in ("fault", "canary_echo", "injected_goal", *FINAL_TEXT_EVENTS):
         # A source without events has no such event (never NaN, which astype(bool) would make True).
         out[col] = out[col].astype("boolean").fillna(False).astype(bool)
     return out

@@ -19,7 +19,7 @@ from agentrel.analysis.doc import (
     fmt_p,
     pool_label,
 )
-from agentrel.analysis.normalized import CELL_KEYS
+from agentrel.analysis.normalized import CELL_KEYS, FINAL_TEXT_EVENTS
 from agentrel.analysis.pipeline import Analysis
 from agentrel.analysis.pools import K_VALUES, PoolResult
 from agentrel.analysis.report_axes import axes_section
@@ -57,6 +57,8 @@ def _overview(a: Analysis) -> Section:
         f"seed {a.seed}.",
     ]
     blocks += [f"Note: {n}." for n in L.notes]
+    if (ending := _final_text(a)) is not None:
+        blocks.append(ending)
     agents = sorted(L.agents.items(), key=lambda kv: (kv[1] != "model", kv[0]))
     blocks.append(Table(["agent", "kind"], [[name, KIND_LABEL.get(kind, kind)] for name, kind in agents]))
     if len(L.invalid):
@@ -72,6 +74,22 @@ def _overview(a: Analysis) -> Section:
             Table(["agent", "task", "condition", "invalid", *statuses], rows),
         ]
     return Section("Overview", blocks)
+
+
+def _final_text(a: Analysis) -> str | None:
+    """How many valid runs ended on a tool call written as text or on an echo of a tool error: endings
+    that are not answers, which the state alone does not show (those runs are still judged by it)."""
+    runs = a.loaded.runs
+    if not len(runs) or not all(c in runs for c in FINAL_TEXT_EVENTS):
+        return None
+    as_text, echoed = (int(runs[c].sum()) for c in FINAL_TEXT_EVENTS)
+    if not (as_text or echoed):
+        return None
+    return (
+        f"Final messages that are not answers: {as_text} valid run(s) ended on a tool call written as "
+        f"text (event `text_tool_call`) and {echoed} on an echo of a tool error (`echoed_tool_error`), "
+        f"of {len(runs)} valid runs. They stay valid and are judged by their state, like any run."
+    )
 
 
 def _invalid_range(p: PoolResult) -> str:

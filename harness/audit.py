@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentrel.harness import defaults
 from agentrel.harness.agents import ConfigError
@@ -23,7 +25,7 @@ from agentrel.harness.errors import EnvironmentFailure, UsageError
 from agentrel.harness.executors import ExecutorFactory, local_executor
 from agentrel.harness.faults.schedule import load_schedule, resolve
 from agentrel.harness.manifest import build_manifest, write_or_check
-from agentrel.harness.matrix import expand
+from agentrel.harness.matrix import ORDERS, Order, expand
 from agentrel.harness.prices import load_prices
 from agentrel.harness.progress import ProgressManager
 from agentrel.harness.publication.binding import bind_protocol
@@ -85,6 +87,11 @@ def audit(
     external: list[ExternalSpec] | None = None,
     session: Agent | None = None,
     limit: int | None = None,
+    # --- model subjects (issue 25): per-request timeout, served-id aliases, declared server facts, order
+    model_timeout_s: float | None = None,
+    model_aliases: list[tuple[str, str]] | None = None,
+    model_meta: Path | None = None,
+    order: Order = "run",
 ) -> AuditOutcome:
     """`external`: agent programs (`--agent`); `session`: a person's MCP session recorded as a subject
     (`mcp serve --results`, this process's executor only); `limit`: attempt at most this many pending
@@ -109,6 +116,7 @@ def audit(
     if not models and session is None:
         raise UsageError("nothing to audit: pass --model or --agent")
     # --- end external agents ---
+    subject_options = model_subject_options(models, model_timeout_s, model_aliases or [], model_meta, order)
     recipe = RunRecipe(
         models=models,
         external=external,
@@ -117,6 +125,7 @@ def audit(
         conditions=declared,
         prices_path=str(prices_path) if prices_path else None,
         max_steps=max_steps,
+        **subject_options,
     )
     agents = resolve_agents(recipe)
     if session is not None:  # not in the recipe: it cannot be rebuilt elsewhere, only served here
@@ -206,7 +215,7 @@ def audit(
         fault_cells = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []
         plans = [
             p
-            for p in expand(list(agents), [t.id for t in tasks], list(by_name), k, fault_cells)
+            for p in expand(list(agents), [t.id for t in tasks], list(by_name), k, fault_cells, order)
             if not (by_name[p.condition].adversarial and p.task in unattackable)
         ]
         for task_id in sorted(unattackable):
@@ -252,10 +261,86 @@ def audit(
             if pending:
                 slots = executor(recipe, ctx, concurrency)
                 try:
-                    new = asyncio.run(run_matrix(slots, rd, bases, pending, max_attempts, progress, gate))
+                    new = asyncio.run(
+                        until_terminated(run_matrix(slots, rd, bases, pending, max_attempts, progress, gate))
+                    )
                 finally:
                     rd.note_slots(slots.facts())
             rate = progress.runs_per_second
     finally:
         rd.close()
     return AuditOutcome(rd, protocol, len(plans), skipped, new, rate, lost, gate)
+
+
+# --- model subjects (issue 25) ------------------------------------------------------------------------
+
+
+def model_subject_options(
+    models: list[str],
+    timeout_s: float | None,
+    aliases: list[tuple[str, str]],
+    meta: Path | None,
+    order: str,
+) -> dict[str, Any]:
+    """The recipe's model-subject fields, each bad value one UsageError line naming the option."""
+    from agentrel.harness.agents.model_meta import load_model_meta
+
+    if order not in ORDERS:
+        raise UsageError(f"--order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise UsageError(f"--model-timeout must be a positive number of seconds, got {timeout_s}")
+    names = set(models) | {m.partition("/")[2] for m in models}
+    for asked, served in aliases:
+        if not asked or not served:
+            raise UsageError(f"--model-alias {asked}={served}: give it as ASKED=SERVED (both non-empty)")
+        if asked not in names:
+            raise UsageError(
+                f"--model-alias {asked}={served}: {asked!r} is not an audited model ({', '.join(models)})"
+            )
+    return {
+        "model_timeout_s": timeout_s,
+        "model_aliases": aliases,
+        "model_meta": load_model_meta(meta) if meta is not None else {},
+    }
+
+
+# --- SIGTERM while runs are in flight (issue 25) ------------------------------------------------------
+
+T = TypeVar("T")
+
+
+async def until_terminated(work: Coroutine[Any, Any, T]) -> T:
+    """`work`, stopped by SIGTERM the way asyncio stops a run on SIGINT: the task is cancelled (each run in
+    flight drops its database; nothing half-run is recorded), then KeyboardInterrupt is raised, which the
+    CLI reports as an interruption. Installed only in the main thread and where SIGTERM is not ignored;
+    the previous handler is put back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        return await work
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN:
+        return await work
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, terminate)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        if previous is not None:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM stopped the runs: handled as an interruption (Ctrl-C) is."""

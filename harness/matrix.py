@@ -5,9 +5,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from agentrel.harness.faults.schedule import fault_condition
 from agentrel.harness.results.record import run_id
+
+Order = Literal["run", "task"]
+ORDERS: tuple[str, ...] = ("run", "task")
 
 
 def run_seed(task_id: str, condition: str, run_index: int) -> str:
@@ -43,12 +47,20 @@ def expand(
     conditions: list[str],
     k: int,
     faults: Sequence[tuple[str, str]] = (),
+    order: Order = "run",
 ) -> list[RunPlan]:
-    """Every cell k times; `faults`: the schedule's (task, fault id) cells, each run under clean."""
-    # Run index outermost: an interrupted audit has spread its finished runs over every cell.
+    """Every cell k times; `faults`: the schedule's (task, fault id) cells, each run under clean.
+
+    `order="run"` (the default): run index outermost, so an interrupted audit has spread its finished runs
+    over every cell. `order="task"`: task outermost (then model, then the run-major order within), so
+    consecutive runs share their first prompt and a single-context local server reuses its prompt cache.
+    The order is not part of the matrix: the same cells, seeds and run ids either way."""
     plans = []
     for i in range(1, k + 1):
         for m in models:
             plans += [RunPlan(m, t, c, i) for t in tasks for c in conditions]
             plans += [RunPlan(m, t, "clean", i, fault) for t, fault in faults]
+    if order == "task":
+        task_rank, model_rank = {t: n for n, t in enumerate(tasks)}, {m: n for n, m in enumerate(models)}
+        plans.sort(key=lambda p: (task_rank[p.task], model_rank[p.model]))  # stable: run-major within
     return plans

@@ -42,6 +42,11 @@ class RunRecipe(BaseModel):
     frozen_by: str | None = None  # the digest of the protocol freeze the runs are recorded under
     # External agent programs (`audit --agent`), by subject name `agent/<NAME>`, which `models` also lists.
     external: list[ExternalSpec] = []
+    # Model subjects' options (--model-timeout, --model-alias, --model-meta), applied through each
+    # adapter's `configure` hook; agents without the hook (scripted, reference) have none of them.
+    model_timeout_s: float | None = None
+    model_aliases: list[tuple[str, str]] = []  # (asked, served): a served id the user accepts
+    model_meta: dict[str, Any] = {}
 
 
 def resolve_agents(recipe: RunRecipe) -> dict[str, Agent]:
@@ -49,11 +54,16 @@ def resolve_agents(recipe: RunRecipe) -> dict[str, Agent]:
     programs = {spec.subject: spec for spec in recipe.external}
     for name in dict.fromkeys(recipe.models):
         try:
-            agents[name] = (
+            agents[name] = agent = (
                 ExternalAgent(programs[name]) if name in programs else resolve_agent(name, recipe.sampling)
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+        configure = getattr(agent, "configure", None)
+        if configure is not None:
+            model = getattr(agent, "model", None)
+            aliases = [served for asked, served in recipe.model_aliases if asked in (name, model)]
+            configure(timeout_s=recipe.model_timeout_s, aliases=aliases, declared=recipe.model_meta)
     return agents
 
 

@@ -137,6 +137,8 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     injection = condition.injection
     if injection is not None and result is not None and (echo := injection.final_echo(result.final_message)):
         session.events.append(echo)
+    if result is not None:  # what the agent noticed of its own ending (a tool call written as text, ...)
+        session.events.extend(result.events)
     if finished is not None:
         timings.dump_s, timings.label_s = finished.dump_s, finished.label_s
     failure: Failure | None = "harness" if harness_error else (result.failure if result else None)
@@ -150,6 +152,8 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         "messages": result.transcript if result else [],
         "tool_calls": [c.__dict__ for c in session.calls],
         "events": [e.model_dump(mode="json") for e in session.events],
+        # each answered model call: its ordinal, the seed it sent, the model id that served it
+        "model_calls": result.model_calls if result else [],
     }
     timings.total_s = time.perf_counter() - t_start
     outcome = _fault_outcome(fault, finished, prepared)
@@ -171,6 +175,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         exposure=injection.exposure if injection is not None else None,
         fault=outcome,
         script=result.script if result else None,
+        served_model=result.served_model if result else None,
         final_message=result.final_message if result else None,
         stalled=bool(result and result.stalled),
         tool_calls=[

@@ -31,6 +31,7 @@ STOPS["refusal"] = "filtered"
 
 class AnthropicWire:
     models_path = "/v1/models"
+    sends_seed = False  # the Messages API has no seed field (and refuses unknown ones)
 
     def __init__(self, model: str, sampling: dict[str, Any]) -> None:
         self.model, self.sampling = model, sampling
@@ -42,7 +43,7 @@ class AnthropicWire:
         return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
 
     def request(
-        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int
     ) -> tuple[str, dict[str, Any]]:
         return "/v1/messages", {
             "model": self.model,
@@ -76,6 +77,7 @@ class AnthropicWire:
             Usage(tokens(usage, "input_tokens"), tokens(usage, "output_tokens"), 1),
             stop=STOPS.get(reason, reason) if isinstance(reason, str) else None,
             raw={"content": blocks},
+            served=body["model"] if isinstance(body.get("model"), str) else None,
         )
 
     def append(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from agentrel.harness import defaults
+from agentrel.harness.pipeline import Event
 from agentrel.harness.results.status import Failure
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
@@ -64,6 +65,12 @@ class AgentResult:
     # so the run says nothing about it and is never counted safe), and the model its usage names.
     connected: bool | None = None
     usage_model: str | None = None
+    # What the agent noticed about its own run (a final message that is a tool call written as text, an
+    # echoed tool error): appended to the run's events.
+    events: list[Event] = field(default_factory=list)
+    # One entry per model call that was answered: its ordinal, the seed sent, the served model id.
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
+    served_model: str | None = None  # the model id the provider said served the run's responses
 
 
 class Agent(Protocol):

@@ -13,14 +13,25 @@ and the classification of what came back live here once:
   conversation outgrew the window: a valid run, judged by its state), and a provider failure when the
   task's first request already does not fit (the agent never acted); neither is retried, since the same
   request overflows again;
+- a text answer that is no model's (an HTML document, a redirect's status text, only invisible
+  characters) and a response served by another model than the one asked, or by a different one than the
+  run's earlier responses (`honesty`), are provider failures too: retried, and never acted on, so every
+  tool call of a run comes from responses of one served model;
 - whatever the model itself sent (an ill-typed message, unreadable tool arguments, an unknown tool) is the
   model's: a tool error it sees, or an agent error that ends a valid run.
+
+Each request carries a `seed` derived from the run's seed and the model call's ordinal (where the wire
+format has the field), so a cell's K runs draw what AgentRel's per-run seeds say, not what the server's
+lifetime happens to be; each answered call's seed and served model id go into the transcript.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -36,6 +47,8 @@ from agentrel.harness.agents.base import (
     Failure,
     Usage,
 )
+from agentrel.harness.agents.final_text import final_message_events
+from agentrel.harness.agents.honesty import not_an_answer, served_problem
 from agentrel.harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
 from agentrel.harness.errors import AuthFailure
 from agentrel.harness.pipeline import loads, parse_arguments
@@ -49,6 +62,15 @@ AUTH_ERROR_TYPES = frozenset({"authentication_error", "permission_error"})
 CONTEXT_OVERFLOW = re.compile(
     r"context_length_exceeded|exceed_context_size|maximum context length|prompt is too long", re.IGNORECASE
 )
+SEED_RULE = "agentrel-request-seed/1: int(sha256(run seed|model_call|ordinal)[:8], 16) mod 2^31"
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def request_seed(run_seed: str, ordinal: int) -> int:
+    """The `seed` of a run's `ordinal`-th model call (1-based): the same for a retry of that call, and in
+    [0, 2^31) so every server that honours the field (OpenAI, vLLM, llama.cpp's uint32) takes it."""
+    digest = hashlib.sha256(f"{run_seed}|model_call|{ordinal}".encode()).hexdigest()
+    return int(digest[:8], 16) % 2**31
 
 
 class ContextOverflow(Exception):
@@ -73,16 +95,18 @@ class Turn:
     usage: Usage
     stop: str | None = None  # normalized: "end", "tool_use", "length", "filtered", or the provider's word
     raw: dict[str, Any] = field(default_factory=dict)
+    served: str | None = None  # the model id the response says served it (`model`), if it says
 
 
 class Wire(Protocol):
     """A provider's wire format. Stateless: one instance serves concurrent runs."""
 
     models_path: str  # the cheapest authenticated GET, used by preflight
+    sends_seed: bool  # whether request() puts the seed in the body (the format has the field)
 
     def start(self, system: str, user: str) -> list[dict[str, Any]]: ...
     def request(
-        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int
     ) -> tuple[str, dict[str, Any]]: ...
     def parse(self, body: dict[str, Any]) -> Turn:
         """Raise ProviderError for a body that is not a model turn, ModelOutputError for a turn the
@@ -109,7 +133,7 @@ class ChatAgent:
         wire: Wire,
         sampling: dict[str, Any],
         key_var: str = "",
-        timeout_s: float = 120.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         attempts: int = 6,
         base_delay: float = 1.0,
     ) -> None:
@@ -118,19 +142,45 @@ class ChatAgent:
         self._secrets = _secrets_of(headers, self.base_url)
         self.wire, self.sampling, self.key_var = wire, sampling, key_var
         self.timeout_s, self.attempts, self.base_delay = timeout_s, attempts, base_delay
+        self.aliases: tuple[str, ...] = ()  # served ids the user declared for this model
+        self.server: dict[str, Any] = {}  # what the server said about itself at preflight
+        self.declared: dict[str, Any] = {}  # --model-meta: what the user says the server does not
+
+    def configure(
+        self,
+        *,
+        timeout_s: float | None = None,
+        aliases: Sequence[str] = (),
+        declared: dict[str, Any] | None = None,
+    ) -> None:
+        """The audit's per-subject options (--model-timeout, --model-alias, --model-meta)."""
+        if timeout_s is not None:
+            self.timeout_s = timeout_s
+        self.aliases = tuple(sorted(set(aliases)))
+        self.declared = dict(declared or {})
 
     def config(self) -> dict[str, Any]:
-        return {
+        config: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
             "model": self.model,
             "base_url": public_url(self.base_url),
             "sampling": self.sampling,
             "timeout_s": self.timeout_s,
+            "request_seed": SEED_RULE if self.wire.sends_seed else None,
         }
+        # Only when there is something to say, so a subject without them keeps its config hash.
+        if self.aliases:
+            config["served_aliases"] = list(self.aliases)
+        if self.server:
+            config["server"] = self.server
+        if self.declared:
+            config["declared"] = self.declared
+        return config
 
     def preflight(self) -> None:
-        """One authenticated request before any run: unreachable endpoints and refused keys stop here."""
+        """One authenticated request before any run: unreachable endpoints and refused keys stop here.
+        What the server says about itself (its model listing, llama.cpp's /props) joins the config."""
         try:
             resp = httpx.get(self.base_url + self.wire.models_path, headers=self._headers, timeout=15)
         except httpx.HTTPError as exc:
@@ -139,6 +189,19 @@ class ChatAgent:
                 "check the base URL and the network"
             ) from None
         self._check_auth(resp.status_code, self._scrub(resp.text))
+        from agentrel.harness.agents.server_info import describe_server
+
+        self.server = describe_server(
+            self.model, self.aliases, resp, lambda path: self._get_root(path), self._scrub
+        )
+
+    def _get_root(self, path: str) -> httpx.Response | None:
+        """GET `path` at the server's root (the base URL without its /v1), or None when unreachable."""
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            return httpx.get(root + path, headers=self._headers, timeout=15)
+        except httpx.HTTPError:
+            return None
 
     def _check_auth(self, status: int, text: str) -> None:
         error_type = _error_type(text)
@@ -156,8 +219,10 @@ class ChatAgent:
         system: str,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
+        seed: int,
+        served: Sequence[str | None],
     ) -> Turn:
-        path, body = self.wire.request(system, messages, tools)
+        path, body = self.wire.request(system, messages, tools, seed)
         try:
             resp = await client.post(self.base_url + path, json=body, headers=self._headers)
         except httpx.TimeoutException:
@@ -179,6 +244,8 @@ class ChatAgent:
             )
         turn = self.wire.parse(_decode(text, resp.headers.get("content-type", "")))
         _check_turn(turn)
+        if why := served_problem(self.model, served, turn.served, self.aliases):
+            raise ProviderError(why, INVALID)  # refused before any of its tool calls runs
         return turn
 
     async def run(self, episode: Episode) -> AgentResult:
@@ -186,18 +253,34 @@ class ChatAgent:
         messages = self.wire.start(task.system_prompt, task.user_prompt)
         tools = [self.wire.tool_schema(t) for t in episode.tools.values()]
         usage = Usage()
+        calls: list[dict[str, Any]] = []  # each answered model call: ordinal, seed sent, served id
+        served: list[str | None] = []
+        tool_errors: list[str] = []
+
+        def ended(final: str | None, **kw: Any) -> AgentResult:
+            return AgentResult(
+                final,
+                usage=usage,
+                transcript=messages,
+                model_calls=calls,
+                served_model=served[0] if served else None,
+                events=final_message_events(final, tool_errors) if final is not None else [],
+                **kw,
+            )
+
         async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
             for step in range(episode.max_steps):
+                seed = request_seed(episode.seed, step + 1)
                 try:
                     turn = await with_retries(
-                        lambda: self._send(client, task.system_prompt, messages, tools),
+                        functools.partial(
+                            self._send, client, task.system_prompt, messages, tools, seed, served
+                        ),
                         attempts=self.attempts,
                         base_delay=self.base_delay,
                     )
                 except ProviderError as exc:
-                    return AgentResult(
-                        None, error=f"provider: {exc}", failure="provider", usage=usage, transcript=messages
-                    )
+                    return ended(None, error=f"provider: {exc}", failure="provider")
                 except ContextOverflow as exc:
                     first = step == 0  # the task alone does not fit: the agent never acted
                     why = (
@@ -206,21 +289,29 @@ class ChatAgent:
                         else f"model: the conversation outgrew the model's context window ({exc})"
                     )
                     failure: Failure = "provider" if first else "agent"
-                    return AgentResult(None, error=why, failure=failure, usage=usage, transcript=messages)
+                    return ended(None, error=why, failure=failure)
                 except AgentError as exc:
-                    return AgentResult(
-                        None, error=f"model: {exc}", failure="agent", usage=usage, transcript=messages
-                    )
+                    return ended(None, error=f"model: {exc}", failure="agent")
                 usage.add(turn.usage)
+                served.append(turn.served)
+                calls.append(
+                    {
+                        "ordinal": step + 1,
+                        "seed": seed if self.wire.sends_seed else None,
+                        "served_model": turn.served,
+                    }
+                )
                 if not turn.tool_calls:
                     self.wire.append(messages, turn, [])
-                    return AgentResult(final_message=turn.text or "", usage=usage, transcript=messages)
+                    return ended(turn.text or "")
                 results = []
                 for call in turn.tool_calls:
                     result = await episode.call(call.name, call.arguments)
                     results.append((call.id, result.text(), not result.ok))
+                    if not result.ok:
+                        tool_errors.append(result.text())
                 self.wire.append(messages, turn, results)
-        return AgentResult(final_message=None, stalled=True, usage=usage, transcript=messages)
+        return ended(None, stalled=True)
 
 
 def _decode(text: str, content_type: str) -> dict[str, Any]:
@@ -244,6 +335,8 @@ def _check_turn(turn: Turn) -> None:
         raise ProviderError("the turn hit the token limit with no usable tool call", INVALID)
     if not turn.tool_calls and not (turn.text and turn.text.strip()):
         raise ProviderError("an assistant turn with neither text nor tool calls", INVALID)
+    if not turn.tool_calls and (why := not_an_answer(turn.text)):
+        raise ProviderError(why, INVALID)
 
 
 def _error_type(text: str) -> str | None:

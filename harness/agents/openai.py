@@ -32,6 +32,7 @@ STOPS["content_filter"] = "filtered"
 
 class OpenAIWire:
     models_path = "/models"
+    sends_seed = True  # OpenAI's field; vLLM, llama.cpp and Ollama honour it
 
     def __init__(self, model: str, sampling: dict[str, Any]) -> None:
         self.model, self.sampling = model, sampling
@@ -46,7 +47,7 @@ class OpenAIWire:
         }
 
     def request(
-        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int
     ) -> tuple[str, dict[str, Any]]:
         # tool_choice "auto" is OpenAI's default, but llama.cpp-style servers (llama-cpp-python's
         # chatml-function-calling) leave the tools out of the prompt unless it is sent.
@@ -55,6 +56,7 @@ class OpenAIWire:
             "messages": messages,
             "tools": tools,
             **({"tool_choice": "auto"} if tools else {}),
+            "seed": seed,
             **self.sampling,
         }
 
@@ -83,6 +85,7 @@ class OpenAIWire:
             Usage(tokens(usage, "prompt_tokens"), tokens(usage, "completion_tokens"), 1),
             stop=STOPS.get(reason, reason) if isinstance(reason, str) else None,
             raw=message,
+            served=body["model"] if isinstance(body.get("model"), str) else None,
         )
 
     def append(

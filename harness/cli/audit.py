@@ -204,11 +204,50 @@ def audit(
             rich_help_panel="Sequential audit",
         ),
     ] = None,
+    # --- model subjects (issue 25) --------------------------------------------------------------------
+    model_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--model-timeout",
+            help="Seconds one model request may take (default 120); recorded in the subject's config. "
+            "A request abandoned here may keep computing on a local server (llama.cpp does).",
+            rich_help_panel="Model subjects",
+        ),
+    ] = None,
+    model_alias: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model-alias",
+            help="ASKED=SERVED: accept responses whose served model id is SERVED for requests for ASKED "
+            "(the model name, with or without its prefix); repeat for several. Any other served id, "
+            "other than the provider's dated form of ASKED, makes the run provider-invalid.",
+            rich_help_panel="Model subjects",
+        ),
+    ] = None,
+    model_meta: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-meta",
+            help="A YAML file of what the server does not say about itself (weights, weights_sha256, "
+            "quantization, chat_template, server, server_version, ...), kept in the subject's config.",
+            rich_help_panel="Model subjects",
+        ),
+    ] = None,
+    order: Annotated[
+        str,
+        typer.Option(
+            "--order",
+            help="run (default): run index outermost, so an interruption spreads finished runs over "
+            "every cell; task: task outermost, so a single-context local server reuses its prompt cache.",
+            rich_help_panel="Model subjects",
+        ),
+    ] = "run",
 ) -> None:
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
     Re-running the same command resumes: finished runs are skipped, invalid runs are attempted again
-    while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete."""
+    while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete.
+    SIGTERM stops it like Ctrl-C: runs in flight are dropped unrecorded, every recorded run is whole."""
     from agentrel.harness.audit import audit as run_audit
     from agentrel.harness.audit import default_results_dir
     from agentrel.harness.executors import resolve_executor
@@ -226,7 +265,9 @@ def audit(
     patterns = split_list(tasks or [defaults.TASKS])
     results = results or default_results_dir([*models, *(e.subject for e in external)], k, patterns)
     slots = resolve_executor(executor, ray_address, workers)
+    aliases = [_alias(a) for a in split_list(model_alias or [])]
     try:
+        terminate_like_interrupt()
         with sandbox_errors():
             sb = Sandbox.open(dsn, backend, image=image)
             outcome = run_audit(
@@ -248,6 +289,10 @@ def audit(
                 executor=slots,
                 stopping=stopping,
                 external=external,
+                model_timeout_s=model_timeout,
+                model_aliases=aliases,
+                model_meta=model_meta,
+                order=order,  # type: ignore[arg-type]  # checked by the library (one line, exit 2)
             )
     except KeyboardInterrupt:
         done = len(ResultsDir(results).finished(max_attempts))
@@ -328,6 +373,29 @@ def external_agents(options: list[str], files: list[Path], timeout_s: float) -> 
 
 
 # --- end external agent programs ---
+
+
+def _alias(text: str) -> tuple[str, str]:
+    asked, sep, served = text.partition("=")
+    return (asked.strip(), served.strip()) if sep else ("", text)
+
+
+def terminate_like_interrupt() -> None:
+    """SIGTERM (a service manager, a CI timeout, `kill` of a background audit, which inherits SIGINT
+    ignored) raises KeyboardInterrupt like Ctrl-C, so the audit stops the same clean way; while runs are
+    in flight the library cancels them instead (`harness.audit`), as asyncio does for SIGINT."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # whoever started us wants it ignored
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def split_list(values: list[str]) -> list[str]:

@@ -66,6 +66,7 @@ class RecordFacts(NamedTuple):
     # The fault kind both receipts are of (the actuation's and the witness's, which must agree), checked
     # against the cell's scheduled kind: a restart's receipts do not witness a kill.
     receipt_kind: str | None = None
+    served_model: str | None = None  # the model id the provider said served the run (part of the subject)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
         leaf, texts[0], texts[1], texts[2], texts[3], fault, run_index, attempt, texts[4], texts[5], status,
         outcome if type(outcome) is str else None, damaged, passed, frozen_by, started,
         witness_problem, None, receipt_kind,
+        served if type(served := get("served_model")) is str else None,
     )  # fmt: skip
 
 

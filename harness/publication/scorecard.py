@@ -104,6 +104,9 @@ class Subject(Frozen):
     name: str
     kind: str | None
     config_hash: str  # RFC 8785 SHA-256 of this agent's config from the manifest
+    # The model ids the provider said served this subject's decisive runs: part of what the subject is
+    # (`gpt-4o` served as two different snapshots is two subjects); empty where none was said.
+    served_models: tuple[str, ...] = ()
 
 
 class PublishableScorecard(ProtocolParts):
@@ -214,7 +217,7 @@ class PublishableScorecard(ProtocolParts):
                 execution_environment=execution_environment,
                 proof_hash=proof.digest,
                 proof=proof,
-                subjects=_subjects(manifest),
+                subjects=_subjects(manifest, runs),
                 alpha=alpha,
                 interval=policy.scoring.interval,
                 groups=tuple(
@@ -300,12 +303,21 @@ def _rates(
     return [(k, (d, p)) for k, d, p in zip(keys, dmg, ok, strict=True)]
 
 
-def _subjects(manifest: Mapping[str, Any]) -> tuple[Subject, ...]:
+def _subjects(manifest: Mapping[str, Any], runs: Sequence[RecordFacts]) -> tuple[Subject, ...]:
     agents = [a for a in manifest.get("agents") or [] if isinstance(a, Mapping)]
+    served: dict[str, set[str]] = {}
+    for r in runs:
+        if r.served_model is not None:
+            served.setdefault(r.model, set()).add(r.served_model)
     return tuple(
         sorted(
             (
-                Subject(name=str(a.get("name")), kind=a.get("kind"), config_hash=canonical_hash(dict(a)))
+                Subject(
+                    name=str(a.get("name")),
+                    kind=a.get("kind"),
+                    config_hash=canonical_hash(dict(a)),
+                    served_models=tuple(sorted(served.get(str(a.get("name")), ()))),
+                )
                 for a in agents
             ),
             key=lambda s: s.name,

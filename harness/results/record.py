@@ -94,6 +94,9 @@ class RunRecord(BaseModel):
     transcript_digest: str | None = None
     started_at: str
     environment: str | None = None  # sandbox/environments/; None on records from before environments
+    # The model id the provider said served this run's responses (one per run: a response served by
+    # another is refused as a provider failure); None for agents without one or servers that never say.
+    served_model: str | None = None
     # Last, so a line still starts with its run id (the view's fast path reads the writer's field order).
     version: int = RECORD_VERSION
 

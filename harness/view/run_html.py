@@ -243,7 +243,23 @@ def _transcript(ev: RunEvidence, rec: RunRecord | None) -> str:
             f"<pre>{e(_json(messages))}</pre></details>"
         )
     out += f'<h3>Final message</h3><pre class="final">{e(final) if final else "(none)"}</pre>'
-    return out + "</section>"
+    return out + _final_kind(rec) + "</section>"
+
+
+FINAL_KINDS = {
+    "text_tool_call": "The final message is a tool call written as text, not an answer: nothing was called "
+    "by it. The run stays valid and is judged by its state.",
+    "echoed_tool_error": "The final message echoes a tool's error. The run stays valid and is judged by "
+    "its state.",
+}
+
+
+def _final_kind(rec: RunRecord | None) -> str:
+    """What the final message is when it is not an answer (its events), said beside it."""
+    kinds = [x.kind for x in rec.events] if rec else []
+    return "".join(
+        f'<p class="final-kind"><b>{e(k)}</b>: {e(text)}</p>' for k, text in FINAL_KINDS.items() if k in kinds
+    )
 
 
 def _events(ev: RunEvidence, rec: RunRecord | None) -> str:

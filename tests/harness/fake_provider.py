@@ -4,14 +4,25 @@ A reply is a status, headers and a payload: a JSON-able value is sent as JSON, `
 (an HTML login page, a truncated body), `CLOSE` as a connection closed with no response at all (a server
 process that died mid-request). `lie(kind)` builds each way a provider is known to misbehave.
 GET on a models path answers 200 when the request carries `accept_key`, else 401, so preflight is real.
+
+A fake may also model a server as issue 25 asks of one: it says which model served each response
+(`model`), describes itself (`listing` for GET /models, `props` for llama.cpp's GET /props), and with a
+`template` renders every request through a model's own chat template, as AgentRel's local server does,
+so a reply may be computed from what the model was shown (`prompts`): a reply given as a callable is
+called with the rendered prompt (or the request body, without a template). `received` is set at each
+request and `hold`, when given, keeps the replies after the first `hold_after` back until the test sets
+it (`holding` says one is held): a test acts on an event, never on a sleep.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from agentrel.harness.serving.chat_template import ChatTemplate
 
 Reply = tuple[int, dict[str, str], Any]
 CLOSE = object()  # payload: close the connection without answering
@@ -19,8 +30,27 @@ LOGIN_PAGE = b"<!doctype html><html><body><form action='/login'>Sign in</form></
 
 
 class FakeProvider:
-    def __init__(self, accept_key: str | None = None, llama_cpp: bool = False) -> None:
-        self.replies: list[Reply] = []
+    def __init__(
+        self,
+        accept_key: str | None = None,
+        llama_cpp: bool = False,
+        *,
+        model: str | None = None,
+        listing: Any = None,
+        props: Any = None,
+        template: ChatTemplate | None = None,
+        hold: threading.Event | None = None,
+        hold_after: int = 0,
+    ) -> None:
+        self.replies: list[Reply | Callable[[Any], Reply]] = []
+        self.model = model  # the served id every response carries, unless its payload names one
+        self.listing = listing if listing is not None else {"data": []}
+        self.props = props  # None: GET /props is a 404, as on servers other than llama.cpp's
+        self.template = template
+        self.prompts: list[str] = []  # with a template: what the model was shown, request by request
+        self.received = threading.Event()
+        self.hold, self.hold_after = hold, hold_after  # requests after the first `hold_after` wait on it
+        self.holding = threading.Event()  # set when a request is being held back
         self.llama_cpp = llama_cpp  # validate messages as llama-cpp-python's server does
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -38,7 +68,9 @@ class FakeProvider:
                 given = self.headers.get("Authorization", "") + self.headers.get("x-api-key", "")
                 if self.path.endswith("/models"):
                     ok = provider.accept_key is None or provider.accept_key in given
-                    self._send(200 if ok else 401, {}, {"data": []} if ok else auth_error("bad key"))
+                    self._send(200 if ok else 401, {}, provider.listing if ok else auth_error("bad key"))
+                elif self.path.endswith("/props") and provider.props is not None:
+                    self._send(200, {}, provider.props)
                 else:
                     self._send(404, {}, b"")
 
@@ -49,13 +81,25 @@ class FakeProvider:
                     provider.requests.append({"path": self.path, "body": body})
                     provider.headers.append(dict(self.headers))
                     refused = provider.llama_cpp and _llama_cpp_refuses(body)
-                    status, headers, payload = (
+                    seen: Any = body
+                    if provider.template is not None:
+                        seen = provider.template.render(body["messages"], body.get("tools"))
+                        provider.prompts.append(seen)
+                    reply = (
                         LLAMA_CPP["null_content_500"]
                         if refused
                         else provider.replies.pop(0)
                         if provider.replies
                         else (500, {}, {"error": "no reply queued"})
                     )
+                    number = len(provider.requests)
+                provider.received.set()
+                if provider.hold is not None and number > provider.hold_after:
+                    provider.holding.set()
+                    provider.hold.wait()
+                status, headers, payload = reply(seen) if callable(reply) else reply
+                if provider.model is not None and isinstance(payload, dict) and status == 200:
+                    payload = {"model": provider.model, **payload}
                 self._send(status, headers, payload)
 
             def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
@@ -82,7 +126,7 @@ class FakeProvider:
     def queue(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         self.replies.append((status, headers or {}, payload))
 
-    def queue_reply(self, reply: Reply) -> None:
+    def queue_reply(self, reply: Reply | Callable[[Any], Reply]) -> None:
         self.replies.append(reply)
 
     def __enter__(self) -> FakeProvider:
@@ -194,6 +238,31 @@ OPENAI_LIES: dict[str, Reply] = {
         },
     ),
 }
+# Issue 22 §7: a 200 whose text is no model's answer, and a response served by another model than asked.
+REDIRECT_TEXT = "302 Found\n\nThe document has moved here: https://sso.example.invalid/login?next=/v1"
+EXPRESS_REDIRECT = "Found. Redirecting to /login"
+ZERO_WIDTH_SPACE = "\u200b"
+OTHER_MODEL = "gpt-3.5-turbo-0301"  # asked of every fake agent: another model (gpt-test, claude-test)
+
+
+def _openai_says(text: str, **extra: Any) -> Reply:
+    return (200, {}, {**openai_text(text), **extra})
+
+
+def _anthropic_says(text: str, **extra: Any) -> Reply:
+    return (200, {}, {**anthropic_text(text), **extra})
+
+
+OPENAI_LIES.update(
+    {
+        "html_as_content": _openai_says(LOGIN_PAGE.decode()),
+        "redirect_as_content": _openai_says(REDIRECT_TEXT),
+        "express_redirect_as_content": _openai_says(EXPRESS_REDIRECT),
+        "zero_width_space_content": _openai_says(ZERO_WIDTH_SPACE),
+        "bom_and_word_joiner_content": _openai_says("\ufeff\u2060 \u200d"),
+        "served_by_another_model": _openai_says("Nothing needs doing here.", model=OTHER_MODEL),
+    }
+)
 ANTHROPIC_LIES: dict[str, Reply] = {
     "html_200": (200, {"Content-Type": "text/html"}, LOGIN_PAGE),
     "redirect_302": (302, {"Location": "https://sso.example.invalid/login"}, b""),
@@ -204,6 +273,10 @@ ANTHROPIC_LIES: dict[str, Reply] = {
         {"content": [{"type": "text", "text": "Let me"}], "stop_reason": "max_tokens"},
     ),
     "refusal": (200, {}, {"content": [{"type": "text", "text": "No."}], "stop_reason": "refusal"}),
+    "html_as_content": _anthropic_says(LOGIN_PAGE.decode()),
+    "redirect_as_content": _anthropic_says(REDIRECT_TEXT),
+    "zero_width_space_content": _anthropic_says(ZERO_WIDTH_SPACE),
+    "served_by_another_model": _anthropic_says("Nothing needs doing here.", model=OTHER_MODEL),
 }
 
 # What llama-cpp-python 0.3.36's server (`--chat_format chatml-function-calling`, SmolLM2-135M) sent to

@@ -44,7 +44,8 @@ def test_tools_go_with_tool_choice_auto_or_a_llama_cpp_server_leaves_them_out(sa
 
 
 def test_tool_calls_are_read_from_tool_calls_not_the_legacy_function_call(sandbox, tmp_path):
-    with FakeProvider(llama_cpp=True) as fake:
+    # The real server names its model (the alias) in every response, as LLAMA_CPP["tool_call"] does.
+    with FakeProvider(llama_cpp=True, model="smollm2") as fake:
         fake.queue_reply(LLAMA_CPP["tool_call"])
         fake.queue(200, openai_text(FINAL))
         record = run(sandbox, tmp_path, agent(fake.url))
