@@ -17,6 +17,11 @@ def signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("keys") / "signing.key"
     old = {name: os.environ.pop(name, None) for name in (KEY_ENV, PUBLIC_KEY_ENV)}
     os.environ[KEY_ENV] = str(path)
+    # Made here, before any test: otherwise whichever test signs first in a worker also sees the
+    # "made a signing key" line, and a test counting its output's lines depends on the order (a flake).
+    from agentrel.harness.publication.signing import load_signer
+
+    load_signer()
     yield path
     for name, value in old.items():
         os.environ.pop(name, None)
