@@ -192,9 +192,9 @@ def audit(
         max_attempts=max_attempts,
         faults=schedule.manifest_entry() if schedule is not None else None,
         excluded_cells=excluded,
+        # Only with a rule, so audits without one keep their protocol hash.
+        stopping=stopping.manifest_entry(len(per_agent)) if stopping is not None else None,
     )
-    if stopping is not None:  # only then, so audits without a stopping rule keep their protocol hash
-        manifest["stopping"] = stopping.manifest_entry(len(per_agent))
     rd = ResultsDir(results)
     rd.open()  # the writer's lock and a write probe, before anything is spent
     try:

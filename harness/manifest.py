@@ -1,4 +1,6 @@
-"""The manifest: the resolved run matrix as RFC 8785 canonical JSON. Its SHA-256 is the protocol hash."""
+"""Building and writing the manifest (`harness.results.manifest.Manifest`) as RFC 8785 canonical JSON. Its
+SHA-256 is the manifest hash, one part of the protocol identity (publication.identity).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 import rfc8785
 
 from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.results.manifest import Manifest, TaskEntry
 from agentrel.harness.tasks import Task
 
 
@@ -37,40 +40,37 @@ def build_manifest(
     injections: str | None = None,
     faults: dict[str, Any] | None = None,
     excluded_cells: list[dict[str, str]] | None = None,
+    stopping: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    manifest: dict[str, Any] = {
-        "format": "agentrel-manifest/1",
-        "package_version": package_version(),
-        "server_version": server_version,
-        # the environment's name and fingerprint (sandbox/environments/): two environments, or one whose
-        # build changed, never share a protocol hash, so their runs are never resumed into or pooled
-        "environment": environment,
-        "seed_digest": seed_digest,
-        "conditions": conditions,
-        "k": k,
-        "max_steps": max_steps,
-        "max_attempts": max_attempts,
-        "sampling": sampling,
-        "agents": agents,
-        "tasks": [
-            {
-                "id": t.id,
-                "spec_digest": t.spec_digest(),
-                "fixture_digest": t.fixture_digest(),
-                "template_digest": template_digests[t.id],
-                "params": t.params,
-                "optimal_steps": t.optimal_steps,
-            }
-            for t in sorted(tasks, key=lambda t: t.id)
-        ],
-    }
-    if injections is not None:  # the payload texts and goal specs an injecting condition draws from
-        manifest["injection_catalogue_digest"] = injections
-    if faults is not None:  # the resolved fault schedule, identical for every agent of the audit
-        manifest["faults"] = faults
-    if excluded_cells:  # only when there are any, so matrices without exclusions keep their hash
-        manifest["excluded_cells"] = excluded_cells
-    return manifest
+    """The manifest of a matrix, as the JSON object written to manifest.json."""
+    entries = [
+        TaskEntry(
+            id=t.id,
+            spec_digest=t.spec_digest(),
+            fixture_digest=t.fixture_digest(),
+            template_digest=template_digests[t.id],
+            params=t.params,
+            optimal_steps=t.optimal_steps,
+        )
+        for t in sorted(tasks, key=lambda t: t.id)
+    ]
+    return Manifest(
+        package_version=package_version(),
+        server_version=server_version,
+        environment=environment,
+        seed_digest=seed_digest,
+        conditions=conditions,
+        k=k,
+        max_steps=max_steps,
+        max_attempts=max_attempts,
+        sampling=sampling,
+        agents=agents,
+        tasks=entries,
+        injection_catalogue_digest=injections,
+        faults=faults,
+        excluded_cells=excluded_cells or None,
+        stopping=stopping,
+    ).document()
 
 
 def canonical(manifest: dict[str, Any]) -> bytes:

@@ -3,6 +3,7 @@
 - `layout`: every file and folder name in it;
 - `status`: the status vocabulary and the status rule (pure);
 - `attempts`: the decisive-attempt rule (pure): the first terminal attempt decides;
+- `manifest`: the typed `Manifest`, the preregistered matrix;
 - `record`: the versioned `RunRecord`, one line of runs.jsonl per attempt;
 - `directory`: `ResultsDir`, the reader and writer (records, dumps, transcripts, receipts).
 
