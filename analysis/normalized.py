@@ -44,6 +44,17 @@ from agentrel.harness.results.status import HARNESS_INVALID, PROVIDER_INVALID, V
 
 __all__ = ["HARNESS_INVALID", "PROVIDER_INVALID", "VALID"]  # re-exported for the table's users
 
+# The operational columns a source may lack: they are filled with "unknown" / False (see above).
+OPERATIONAL_COLUMNS = (
+    "calls",
+    "duplicate_calls",
+    "exposure",
+    "fault",
+    "canary_echo",
+    "injected_goal",
+    "text_tool_call",
+    "echoed_tool_error",
+)
 RUN_COLUMNS = (
     "run_id",
     "model",
@@ -60,25 +71,7 @@ RUN_COLUMNS = (
     "irreversibility",
     "cost_usd",
     "protocol_hash",
-    "calls",
-    "duplicate_calls",
-    "exposure",
-    "fault",
-    "canary_echo",
-    "injected_goal",
-    "text_tool_call",
-    "echoed_tool_error",
-)
-# The operational columns a source may lack: they are filled with "unknown" / False (see above).
-OPERATIONAL_COLUMNS = (
-    "calls",
-    "duplicate_calls",
-    "exposure",
-    "fault",
-    "canary_echo",
-    "injected_goal",
-    "text_tool_call",
-    "echoed_tool_error",
+    *OPERATIONAL_COLUMNS,
 )
 FINAL_TEXT_EVENTS = ("text_tool_call", "echoed_tool_error")
 EVENT_COLUMNS = (

@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentrel.harness.agents.base import AgentKind, AgentResult, ConfigError, Episode
 from agentrel.harness.agents.registry import agent_adapter
+from agentrel.harness.jsontext import strings
 from agentrel.harness.tasks import Script, Task
 from agentrel.sandbox.tools import ToolResult
 
@@ -90,7 +91,7 @@ class FollowInjection:
     async def __call__(self, episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
         if self.followed:
             return 0
-        texts = list(_strings(result.content)) + ([result.raw] if result.raw else [])
+        texts = list(strings(result.content)) + ([result.raw] if result.raw else [])
         for instruction, steps in self.goals:
             if any(form in text for form in _forms(instruction) for text in texts):
                 self.followed = True
@@ -115,18 +116,6 @@ def follower(task: Task) -> FollowInjection:
     # the audit refuses one up front, naming the missing file).
     goals = load_catalogue().goals_for(task) if default_root().is_dir() else []
     return FollowInjection([(g.instruction, [(s.tool, s.args) for s in g.steps]) for g in goals])
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every text an answer holds, as the agent reads it (a field's value, not its JSON-escaped form)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
 
 
 def _forms(instruction: str) -> tuple[str, ...]:

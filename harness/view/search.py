@@ -8,11 +8,12 @@ then messages, tool calls and events), in the index's run order, stopping at LIM
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentrel.harness.jsontext import strings
 from agentrel.harness.view.index import Attempt
 
 LIMIT = 200
@@ -24,17 +25,6 @@ class Hit:
     attempt: Attempt
     where: str  # "final message", "messages", "tool calls" or "events"
     snippet: str
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
 
 
 def snippet(text: str, at: int, length: int) -> str:
@@ -51,7 +41,7 @@ def find(transcript: dict[str, Any], needle: str) -> tuple[str, str] | None:
         ("tool calls", "tool_calls"),
         ("events", "events"),
     ):
-        for text in _strings(transcript.get(key)):
+        for text in strings(transcript.get(key)):
             at = text.casefold().find(needle)
             if at >= 0:
                 return where, snippet(text, at, len(needle))
