@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -267,8 +269,7 @@ def audit(
     slots = resolve_executor(executor, ray_address, workers)
     aliases = [_alias(a) for a in split_list(model_alias or [])]
     try:
-        terminate_like_interrupt()
-        with sandbox_errors():
+        with terminate_like_interrupt(), sandbox_errors():
             sb = Sandbox.open(dsn, backend, image=image)
             outcome = run_audit(
                 models=models,
@@ -380,22 +381,33 @@ def _alias(text: str) -> tuple[str, str]:
     return (asked.strip(), served.strip()) if sep else ("", text)
 
 
-def terminate_like_interrupt() -> None:
-    """SIGTERM (a service manager, a CI timeout, `kill` of a background audit, which inherits SIGINT
-    ignored) raises KeyboardInterrupt like Ctrl-C, so the audit stops the same clean way; while runs are
-    in flight the library cancels them instead (`harness.audit`), as asyncio does for SIGINT."""
+@contextlib.contextmanager
+def terminate_like_interrupt() -> Iterator[None]:
+    """While the audit runs, SIGTERM (a service manager, a CI timeout, `kill` of a background audit, which
+    inherits SIGINT ignored) raises KeyboardInterrupt like Ctrl-C, so the audit stops the same clean way;
+    while runs are in flight the library cancels them instead (`harness.audit`), as asyncio does for
+    SIGINT. The previous handler is put back after: a process that goes on (a test run, a notebook) must
+    not keep a Python-level SIGTERM handler, which a forked child would inherit and then could not be
+    terminated while blocked."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # whoever started us wants it ignored
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN:  # whoever started us wants it ignored
+        yield
         return
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def split_list(values: list[str]) -> list[str]:

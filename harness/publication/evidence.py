@@ -286,6 +286,17 @@ def _workers() -> int:
         return max(1, min(8, os.cpu_count() or 1))
 
 
+def pool_context() -> multiprocessing.context.BaseContext:
+    """Worker processes forked from a clean server, never from this process: a fork of a process with
+    other threads (a notebook's, a test runner's I/O thread) can inherit a lock held mid-operation and
+    hang for ever. The server preloads the publication modules once, so each worker starts warm."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(
+        ["agentrel.harness.publication.evidence", "agentrel.harness.publication.rederive"]
+    )
+    return ctx
+
+
 def read_evidence(runs: Path, workers: int | None = None) -> Evidence:
     """Every complete line of runs.jsonl (a torn last line is a run still being written: not evidence)."""
     if not runs.exists():
@@ -300,7 +311,7 @@ def read_evidence(runs: Path, workers: int | None = None) -> Evidence:
     jobs = [(str(runs), a, b) for a, b in ranges]
     with collector_paused():
         if len(jobs) > 1:
-            with multiprocessing.get_context("fork").Pool(len(jobs), initializer=gc.disable) as pool:
+            with pool_context().Pool(len(jobs), initializer=gc.disable) as pool:
                 parts = pool.map(_chunk_for_pool, jobs)
         else:
             parts = [_chunk(job) for job in jobs]

@@ -25,6 +25,7 @@ from typing import Any
 from agentrel.dsl.api import RunFacts, Spec, label, load_spec
 from agentrel.dsl.state import State
 from agentrel.harness.faults.receipts import verdict as receipt_verdict
+from agentrel.harness.publication.evidence import pool_context
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.results.status import connected_status, fault_status, run_status
@@ -34,6 +35,7 @@ __all__ = ["rederive"]
 FAULT_PREFIX = "fault:"
 # A label job: (task, goal id or "", before digest, after digest, final message, errored, stalled).
 Job = tuple[str, str, str, str, str | None, bool, bool]
+PER_WORKER = 64
 
 
 def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = None) -> list[str]:
@@ -142,14 +144,16 @@ def _label_all(
     results: Path, manifest: Mapping[str, Any], jobs: list[Job], workers: int | None
 ) -> dict[Job, dict[str, Any] | str]:
     params = {t["id"]: t.get("params") or {} for t in manifest.get("tasks", [])}
-    workers = max(1, min(workers or len(os.sched_getaffinity(0)), len(jobs) // 64 or 1))
+    # A worker process costs its start; below PER_WORKER jobs each, one process labels faster.
+    workers = max(1, min(workers or len(os.sched_getaffinity(0)), len(jobs) // PER_WORKER or 1))
     if workers == 1:
         return dict(zip(jobs, _label_chunk(results, params, jobs), strict=True))
     # The jobs are sorted by task, so each stride holds every task and balances the work; a worker loads
     # each template dump once (its dump cache).
     chunks = [jobs[i::workers] for i in range(workers)]
     out: dict[Job, dict[str, Any] | str] = {}
-    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+    # The same clean worker processes as the evidence read (evidence.pool_context), never a fork of this one.
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=pool_context()) as pool:
         for chunk, labelled in zip(
             chunks, pool.map(_label_chunk, [results] * workers, [params] * workers, chunks), strict=True
         ):

@@ -101,3 +101,19 @@ def test_a_spec_changed_after_the_freeze_is_refused(
     manifest = json.loads((results / "manifest.json").read_bytes())
     problems = rederive(results, manifest)
     assert len(problems) == 4 and all(f"the spec of task {TASK} is not the frozen one" in p for p in problems)
+
+
+def test_parallel_labelling_gives_the_serial_answer(
+    frozen_audit: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker processes (started from a clean server, not forked from this threaded test process)
+    label what one process does: an edit is found the same way."""
+    from agentrel.harness.publication import rederive as module
+
+    results, _ = frozen_audit
+    victim = edit(results, lambda rec: rec["verdict"].update(outcome="PASS"))
+    manifest = json.loads((results / "manifest.json").read_bytes())
+    serial = rederive(results, manifest, workers=1)
+    monkeypatch.setattr(module, "PER_WORKER", 1)
+    parallel = rederive(results, manifest, workers=2)
+    assert parallel == serial and len(serial) == 1 and serial[0].startswith(victim)
