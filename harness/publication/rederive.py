@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ from agentrel.harness.publication.evidence import pool_context
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.results.status import connected_status, fault_status, run_status
+from agentrel.harness.tasks import Task
 
 __all__ = ["rederive"]
 
@@ -44,8 +46,9 @@ def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = N
     runs = rd.records()
     if not runs:
         return []
-    problems = _frozen_specs(manifest)
-    goals = _goal_ids(manifest, runs)
+    suite = _suite(manifest)
+    problems = _frozen_specs(manifest, suite)
+    goals = _goal_ids(manifest, runs, suite)
     jobs: dict[str, Job] = {}
     for rec in runs:
         if rec.verdict is None or rec.after_digest is None:
@@ -61,7 +64,8 @@ def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = N
             rec.error is not None,
             rec.stalled,
         )
-    labelled = _label_all(results, manifest, sorted(set(jobs.values())), workers)
+    specs = {tid: str(task.spec_path) for tid, task in suite.items()}
+    labelled = _label_all(results, manifest, specs, sorted(set(jobs.values())), workers)
     out = [f"{rec.run_id}: {problems[rec.task]}" for rec in runs if rec.task in problems]
     for rec in runs:
         job = jobs.get(rec.run_id)
@@ -96,13 +100,34 @@ def _first_difference(got: dict[str, Any], rec: RunRecord) -> str:
     return f"{field}: recorded {recorded.get(field)!r}, derived {got.get(field)!r}"[:300]
 
 
-def _frozen_specs(manifest: Mapping[str, Any]) -> dict[str, str]:
-    """Why a manifest task's spec cannot be used to label again (absent, or not the frozen bytes), by task."""
-    import hashlib
-
+def _suite(manifest: Mapping[str, Any]) -> dict[str, Task]:
+    """The tasks of the environment the runs were recorded on (the manifest names it), unless
+    AGENTREL_SUITE_DIR names another suite; each task's spec path is resolved under that environment."""
+    from agentrel.harness.suite_paths import ENV
     from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.environments.registry import ENV_VAR, load
 
-    suite = {t.id: t for t in load_suite()}
+    environment = manifest.get("environment")
+    name = environment.get("name") if isinstance(environment, dict) else None
+    if not isinstance(name, str) or os.environ.get(ENV):
+        return {t.id: t for t in load_suite()}
+    load(name)  # an environment this installation lacks is named here, in one line
+    saved = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = name
+    try:
+        tasks = load_suite()
+        for task in tasks:
+            _ = task.spec_path  # resolved (and kept) while the recorded environment is the current one
+    finally:
+        if saved is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = saved
+    return {t.id: t for t in tasks}
+
+
+def _frozen_specs(manifest: Mapping[str, Any], suite: Mapping[str, Task]) -> dict[str, str]:
+    """Why a manifest task's spec cannot be used to label again (absent, or not the frozen bytes), by task."""
     problems: dict[str, str] = {}
     for entry in manifest.get("tasks", []):
         tid = entry.get("id", "")
@@ -114,12 +139,13 @@ def _frozen_specs(manifest: Mapping[str, Any]) -> dict[str, str]:
     return problems
 
 
-def _goal_ids(manifest: Mapping[str, Any], runs: Sequence[RunRecord]) -> dict[str, str]:
+def _goal_ids(
+    manifest: Mapping[str, Any], runs: Sequence[RunRecord], suite: Mapping[str, Task]
+) -> dict[str, str]:
     """Run id -> the injected goal its seed draws, for runs under an injecting condition."""
     from agentrel.harness.conditions.catalogue import load_catalogue
     from agentrel.harness.conditions.layers import draw
     from agentrel.harness.conditions.model import Condition
-    from agentrel.harness.tasks import load_suite
 
     conditions = {
         c["name"]: Condition.model_validate(c)
@@ -129,7 +155,6 @@ def _goal_ids(manifest: Mapping[str, Any], runs: Sequence[RunRecord]) -> dict[st
     if not conditions:
         return {}
     catalogue = load_catalogue()
-    suite = {t.id: t for t in load_suite()}
     out: dict[str, str] = {}
     for rec in runs:
         condition = conditions.get(rec.condition)
@@ -140,30 +165,34 @@ def _goal_ids(manifest: Mapping[str, Any], runs: Sequence[RunRecord]) -> dict[st
     return out
 
 
+# Per task: its spec file and params, what a worker process needs to label its runs.
+Labelling = dict[str, tuple[str, dict[str, Any]]]
+
+
 def _label_all(
-    results: Path, manifest: Mapping[str, Any], jobs: list[Job], workers: int | None
+    results: Path, manifest: Mapping[str, Any], specs: dict[str, str], jobs: list[Job], workers: int | None
 ) -> dict[Job, dict[str, Any] | str]:
-    params = {t["id"]: t.get("params") or {} for t in manifest.get("tasks", [])}
+    tasks: Labelling = {
+        t["id"]: (specs[t["id"]], t.get("params") or {})
+        for t in manifest.get("tasks", [])
+        if t["id"] in specs
+    }
     # A worker process costs its start; below PER_WORKER jobs each, one process labels faster.
     workers = max(1, min(workers or len(os.sched_getaffinity(0)), len(jobs) // PER_WORKER or 1))
     if workers == 1:
-        return dict(zip(jobs, _label_chunk(results, params, jobs), strict=True))
-    # The jobs are sorted by task, so each stride holds every task and balances the work; a worker loads
-    # each template dump once (its dump cache).
+        return dict(zip(jobs, _label_chunk(results, tasks, jobs), strict=True))
+    # The jobs are sorted by task, so each stride holds every task and balances the work; a worker reads
+    # each template once. Its processes start from a clean server (evidence.pool_context), never a fork.
     chunks = [jobs[i::workers] for i in range(workers)]
     out: dict[Job, dict[str, Any] | str] = {}
-    # The same clean worker processes as the evidence read (evidence.pool_context), never a fork of this one.
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=pool_context()) as pool:
-        for chunk, labelled in zip(
-            chunks, pool.map(_label_chunk, [results] * workers, [params] * workers, chunks), strict=True
-        ):
-            out.update(zip(chunk, labelled, strict=True))
+        labelled = pool.map(_label_chunk, [results] * workers, [tasks] * workers, chunks)
+        for chunk, part in zip(chunks, labelled, strict=True):
+            out.update(zip(chunk, part, strict=True))
     return out
 
 
-def _label_chunk(
-    results: Path, params: Mapping[str, Mapping[str, Any]], jobs: Sequence[Job]
-) -> list[dict[str, Any] | str]:
+def _label_chunk(results: Path, tasks: Labelling, jobs: Sequence[Job]) -> list[dict[str, Any] | str]:
     rd = ResultsDir(results)
     bases: dict[str, State] = {}  # the templates, read once per worker; each after-state is read once
 
@@ -173,9 +202,10 @@ def _label_chunk(
     out: list[dict[str, Any] | str] = []
     for task, goal, before, after, final_message, errored, stalled in jobs:
         try:
+            spec, params = tasks[task]
             extra = [(_goal_spec(goal), None)] if goal else []
             facts = RunFacts(final_message=final_message, errored=errored, stalled=stalled)
-            verdict = label(_task_spec(task), params.get(task), dumps(before), dumps(after), facts, extra)
+            verdict = label(_spec(spec), params, dumps(before), dumps(after), facts, extra)
         except Exception as exc:  # an unreadable dump or spec: the run cannot be re-derived
             out.append(f"cannot be labelled again from its evidence ({type(exc).__name__}: {exc})"[:300])
             continue
@@ -184,10 +214,8 @@ def _label_chunk(
 
 
 @functools.cache
-def _task_spec(task_id: str) -> Spec:
-    from agentrel.harness.tasks import load_suite
-
-    return load_spec(next(t.spec_path for t in load_suite() if t.id == task_id))
+def _spec(path: str) -> Spec:
+    return load_spec(path)
 
 
 @functools.cache

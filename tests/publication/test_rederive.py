@@ -117,3 +117,35 @@ def test_parallel_labelling_gives_the_serial_answer(
     monkeypatch.setattr(module, "PER_WORKER", 1)
     parallel = rederive(results, manifest, workers=2)
     assert parallel == serial and len(serial) == 1 and serial[0].startswith(victim)
+
+
+def test_the_suite_is_the_one_of_the_environment_the_runs_were_recorded_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A results directory of another environment is labelled with that environment's specs, whichever
+    environment this process would audit."""
+    import shutil
+
+    from agentrel.harness.publication import rederive as module
+    from agentrel.harness.suite_paths import ENV, suite_root
+    from agentrel.sandbox.environments import registry
+    from agentrel.sandbox.environments.enterprise import Enterprise
+
+    suite = tmp_path / "suite"
+    shutil.copytree(suite_root(), suite)
+
+    class Other(Enterprise):
+        name = "other-env"
+
+        def suite_root(self) -> Path:
+            return suite
+
+    registry.register("other-env", Other)
+    try:
+        monkeypatch.delenv(ENV, raising=False)
+        theirs = module._suite({"environment": {"name": "other-env"}})
+        ours = module._suite({"environment": {"name": "agentrel-enterprise"}})
+    finally:
+        registry.unregister("other-env")
+    assert theirs[TASK].spec_path.is_relative_to(suite)
+    assert not ours[TASK].spec_path.is_relative_to(suite)
