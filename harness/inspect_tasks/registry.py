@@ -1,9 +1,9 @@
 """The `inspect_ai` entry point: registers `agentrel/<task id>` for every task of the suite.
 
-Inspect namespaces a task by the installed package its function's module belongs to, which for
-AgentRel's modules is `harness` (a wheel install) or nothing (an editable one). So each task function
-is given a module name no package provides, and its registry name carries the `agentrel/` namespace
-itself: the same name however AgentRel is installed.
+Inspect namespaces a task by the installed package its function's module belongs to. Every AgentRel
+module is in the one `agentrel` package, installed as a wheel or editable alike, so each task function
+is given this module and its bare task id: Inspect adds the `agentrel/` namespace, the same however
+AgentRel is installed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from inspect_ai import Task, task
 
-from agentrel.harness.inspect_tasks.tasks import NAMESPACE, agentrel_task
+from agentrel.harness.inspect_tasks.tasks import agentrel_task
 from agentrel.harness.tasks import load_suite
 
 
@@ -22,8 +22,8 @@ def task_function(task_id: str) -> Callable[..., Task]:
 
     run.__name__ = run.__qualname__ = task_id.replace("-", "_")
     run.__doc__ = f"AgentRel task {task_id}: tools over MCP, scored by the state-diff verdict."
-    run.__module__ = NAMESPACE
-    registered: Callable[..., Task] = task(name=f"{NAMESPACE}/{task_id}")(run)
+    run.__module__ = __name__
+    registered: Callable[..., Task] = task(name=task_id)(run)
     return registered
 
 
