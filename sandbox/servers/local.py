@@ -229,6 +229,10 @@ class LocalCluster:
         if (self.datadir / "PG_VERSION").exists():
             return
         initdb = self._bin("initdb")
+        if self.run_space is not None:
+            # A new cluster: a run space left by a cluster at this home that was deleted without
+            # destroy() holds its tablespace directory, which Postgres refuses to reuse.
+            shutil.rmtree(self.run_space, ignore_errors=True)
         user = self._service_user()
         for d in (self.datadir, self.sockdir):
             if d.exists() and any(d.iterdir()) and d == self.datadir:

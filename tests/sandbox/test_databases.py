@@ -1,4 +1,5 @@
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,3 +156,26 @@ def test_an_external_server_by_dsn_serves_templates_and_runs(sandbox):
             assert conn.execute("SELECT current_user").fetchone() == (run,)
     finally:
         dbs.drop(run)
+
+
+def test_a_cluster_deleted_without_destroy_leaves_no_run_space_that_blocks_the_next(tmp_path):
+    """Deleting AGENTREL_HOME by hand (a CI checkout removed, `rm -rf .agentrel`) leaves the RAM run space
+    behind, holding the old cluster's tablespace directory; the next cluster at that home must not fail
+    to create its run tablespace ("already in use as a tablespace")."""
+    from agentrel.sandbox.databases import Databases
+
+    home = tmp_path / "home"
+    first = LocalCluster(home)
+    if first.run_space is None:
+        pytest.skip("no RAM-backed /dev/shm on this machine: runs live in the data directory")
+    first.ensure_running()
+    Databases(first).run_tablespace()
+    first.stop()
+    shutil.rmtree(home)  # the home removed by hand: the run space stays
+    assert first.run_space is not None and any(first.run_space.iterdir())
+    second = LocalCluster(home)
+    try:
+        second.ensure_running()
+        assert Databases(second).run_tablespace() is not None
+    finally:
+        second.destroy()
