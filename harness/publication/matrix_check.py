@@ -22,9 +22,9 @@ from agentrel.harness.publication.evidence import Evidence, RecordFacts
 from agentrel.harness.publication.freeze import Freeze, freeze_digest
 from agentrel.harness.publication.identity import PARTS, ProtocolIdentity
 from agentrel.harness.publication.policy import Policy
-from agentrel.harness.results.attempts import rank
+from agentrel.harness.results.attempts import is_reroll, rank
 from agentrel.harness.results.record import run_id
-from agentrel.harness.results.status import NOT_EXPOSED, TERMINAL
+from agentrel.harness.results.status import NOT_EXPOSED
 
 __all__ = ["MatrixCheck", "StratumCounts", "check_matrix", "decide"]
 
@@ -185,7 +185,7 @@ def _check_runs(out: MatrixCheck, cap: int | None, measured: set[str]) -> None:
         else:
             _check_attempts(out, rid, attempts, cap)
             best = decide(attempts)
-            if best.status in TERMINAL and any(r.attempt > best.attempt for r in attempts):
+            if any(is_reroll(best.status, best.attempt, r.attempt) for r in attempts):
                 out.rerolled.append(rid)
                 out.reasons["attempt_after_valid"] += 1
         out.decided[rid] = best

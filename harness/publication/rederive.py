@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -134,7 +133,7 @@ def _frozen_specs(manifest: Mapping[str, Any], suite: Mapping[str, Task]) -> dic
         task = suite.get(tid)
         if task is None:
             problems[tid] = f"task {tid} is not in this suite, so its spec cannot be checked"
-        elif hashlib.sha256(task.spec_path.read_bytes()).hexdigest() != entry.get("spec_digest"):
+        elif task.spec_digest() != entry.get("spec_digest"):
             problems[tid] = f"the spec of task {tid} is not the frozen one (its digest differs)"
     return problems
 

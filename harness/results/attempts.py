@@ -16,9 +16,10 @@ redraw a run they dislike.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from agentrel.harness.results.status import TERMINAL
 
-__all__ = ["decisive_index", "rank", "rerolls"]
+__all__ = ["decisive_index", "is_reroll", "rank"]
 
 
 def rank(status: str, attempt: int, position: int) -> tuple[bool, int, int]:
@@ -41,10 +42,6 @@ def decisive_index(statuses: Sequence[str], numbers: Sequence[int] | None = None
     return max(range(len(statuses)), key=lambda i: rank(statuses[i], nums[i], i))
 
 
-def rerolls(statuses: Sequence[str], numbers: Sequence[int] | None = None) -> list[int]:
-    """Indices of the attempts recorded after the decisive one when that one is terminal: re-rolls."""
-    decided = decisive_index(statuses, numbers)
-    if statuses[decided] not in TERMINAL:
-        return []
-    nums = numbers if numbers is not None else range(1, len(statuses) + 1)
-    return [i for i in range(len(statuses)) if (nums[i], i) > (nums[decided], decided)]
+def is_reroll(decisive_status: str, decisive_attempt: int, attempt: int) -> bool:
+    """An attempt numbered after its run's decisive attempt, when that one is terminal: a re-roll."""
+    return decisive_status in TERMINAL and attempt > decisive_attempt
