@@ -51,21 +51,25 @@ def audit(
 
     The sandbox is the CLI's: the local cluster under AGENTREL_HOME unless `dsn`/`backend` say otherwise.
     Raises `agentrel.harness.errors.UserError` (with the CLI's one-line message) on bad input."""
+    from agentrel.harness.audit import audit as run_audit
+    from agentrel.harness.audit import default_results_dir
+    from agentrel.sandbox.sandbox import Sandbox
+
+    where = Path(results) if results is not None else default_results_dir(list(models), k, list(tasks))
     run = functools.partial(
-        _audit,
+        run_audit,
         models=list(models),
         k=k,
-        tasks=list(tasks),
+        task_patterns=list(tasks),
         conditions=list(conditions),
         faults=faults,
-        results=results,
         concurrency=concurrency,
+        results=where,
+        sandbox=Sandbox.open(dsn, backend),
         max_steps=max_steps,
         max_attempts=max_attempts,
         temperature=temperature,
-        dsn=dsn,
-        backend=backend,
-        progress=progress,
+        show_progress=progress,
     )
     try:
         asyncio.get_running_loop()
@@ -78,43 +82,6 @@ def audit(
 async def audit_async(*args: Any, **kwargs: Any) -> AuditOutcome:
     """`audit` for async code: the same arguments, awaited without blocking the caller's loop."""
     return await asyncio.to_thread(lambda: audit(*args, **kwargs))
-
-
-def _audit(
-    *,
-    models: list[str],
-    k: int,
-    tasks: list[str],
-    conditions: list[str],
-    faults: str | None,
-    results: str | Path | None,
-    concurrency: int,
-    max_steps: int,
-    max_attempts: int,
-    temperature: float,
-    dsn: str | None,
-    backend: str | None,
-    progress: bool,
-) -> AuditOutcome:
-    from agentrel.harness.audit import audit as run_audit
-    from agentrel.harness.audit import default_results_dir
-    from agentrel.sandbox.sandbox import Sandbox
-
-    where = Path(results) if results is not None else default_results_dir(models, k, tasks)
-    return run_audit(
-        models=models,
-        k=k,
-        task_patterns=tasks,
-        conditions=conditions,
-        faults=faults,
-        concurrency=concurrency,
-        results=where,
-        sandbox=Sandbox.open(dsn, backend),
-        max_steps=max_steps,
-        max_attempts=max_attempts,
-        temperature=temperature,
-        show_progress=progress,
-    )
 
 
 @dataclass(frozen=True)
