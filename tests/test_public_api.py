@@ -78,9 +78,13 @@ def test_the_defaults_are_the_clis():
 
 
 def test_audit_works_inside_a_running_event_loop_then_loads_analyzes_and_labels(
-    sandbox: object, tmp_path: Path
+    sandbox: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     results = tmp_path / "r"
+    # A registry and key of this test's own: the session's home is shared with tests that sign with
+    # other keys, and a registry another key signed is (rightly) refused.
+    monkeypatch.setenv("AGENTREL_REGISTRY", str(tmp_path / "registry.jsonl"))
+    monkeypatch.setenv("AGENTREL_SIGNING_KEY", str(tmp_path / "signing.key"))
 
     async def notebook_cell() -> AuditOutcome:
         # What Jupyter does: the user's code runs inside a loop that is already running.
