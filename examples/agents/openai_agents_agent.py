@@ -48,6 +48,8 @@ async def main() -> None:
             {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "model": model_name}
         )
     )
+    # The answer the task's user gets: judged like a model's last message (a `REFUSAL:` line counts).
+    Path(os.environ["AGENTREL_FINAL_MESSAGE_FILE"]).write_text(str(result.final_output), encoding="utf-8")
     print(result.final_output)
 
 

@@ -10,6 +10,8 @@ environment contract, the only AGENTREL_* variables it sees (its other variables
     AGENTREL_USER_PROMPT_FILE     the task's user prompt, likewise
     AGENTREL_RUN_ID               the run's id
     AGENTREL_USAGE_FILE           where it may write {"input_tokens": N, "output_tokens": N, "model": "…"}
+    AGENTREL_FINAL_MESSAGE_FILE   where it may write its final message to the user (UTF-8): judged as a
+                                  model subject's last answer (a `REFUSAL:` line makes the run refused)
 
 Inherited AGENTREL_* variables (the database DSN among them) are removed: the agent acts only through
 the tools. The token never goes on the command line. The run ends when the process exits or its budget
@@ -32,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrel.harness.agents.base import AgentKind, AgentResult, ConfigError, Episode, Failure, Usage
+from agentrel.harness.agents.final_text import final_message_events
 from agentrel.harness.agents.process import ProcessEnd, run_process
 from agentrel.harness.errors import UserError
 from agentrel.harness.redact import redact
@@ -46,7 +49,9 @@ ENV_VARS = (
     "AGENTREL_USER_PROMPT_FILE",
     "AGENTREL_RUN_ID",
     "AGENTREL_USAGE_FILE",
+    "AGENTREL_FINAL_MESSAGE_FILE",
 )
+MAX_FINAL_BYTES = 1 << 20  # a final message is read up to 1 MiB: an agent cannot make the harness read more
 # Placeholders a command may carry; the token is deliberately not one (argv is visible to other users).
 PLACEHOLDERS = {
     "mcp_url": "AGENTREL_MCP_URL",
@@ -54,6 +59,7 @@ PLACEHOLDERS = {
     "user_prompt_file": "AGENTREL_USER_PROMPT_FILE",
     "run_id": "AGENTREL_RUN_ID",
     "usage_file": "AGENTREL_USAGE_FILE",
+    "final_message_file": "AGENTREL_FINAL_MESSAGE_FILE",
 }
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -217,7 +223,7 @@ class ExternalAgent:
             face = EpisodeFace(task, episode.tools, episode.call)
             async with face:
                 assert face.token is not None
-                env, usage_file = self.environment(
+                env = self.environment(
                     Path(tmp), face.url, face.token, task.system_prompt, task.user_prompt, episode.run_id
                 )
                 end = await run_process(
@@ -227,16 +233,14 @@ class ExternalAgent:
                     cwd=Path(self.spec.cwd) if self.spec.cwd else None,
                     marker=f"AGENTREL_MCP_TOKEN={face.token}",
                 )
-            return self.result(end, face.connected, face.died, usage_file, face.token or "")
+            return self.result(end, face.connected, face.died, Path(tmp), face.token or "")
 
     def environment(
         self, tmp: Path, url: str, token: str, system: str, user: str, run_id: str
-    ) -> tuple[dict[str, str], Path]:
-        system_file, user_file, usage_file = (
-            tmp / "system_prompt.txt",
-            tmp / "user_prompt.txt",
-            tmp / "usage.json",
-        )
+    ) -> dict[str, str]:
+        """The agent's environment; the files it names (`RunFiles`) are in `tmp`."""
+        files = RunFiles(tmp)
+        system_file, user_file = files.system_prompt, files.user_prompt
         # Bytes, so no newline translation: the files hold exactly the prompts a model subject is sent.
         system_file.write_bytes(system.encode("utf-8"))
         user_file.write_bytes(user.encode("utf-8"))
@@ -247,19 +251,20 @@ class ExternalAgent:
             AGENTREL_SYSTEM_PROMPT_FILE=str(system_file),
             AGENTREL_USER_PROMPT_FILE=str(user_file),
             AGENTREL_RUN_ID=run_id,
-            AGENTREL_USAGE_FILE=str(usage_file),
+            AGENTREL_USAGE_FILE=str(files.usage),
+            AGENTREL_FINAL_MESSAGE_FILE=str(files.final_message),
         )
-        return env, usage_file
+        return env
 
     def argv(self, env: Mapping[str, str]) -> list[str]:
         return [_PLACEHOLDER.sub(lambda m: env[PLACEHOLDERS[m.group(1)]], a) for a in self.spec.command]
 
-    def result(
-        self, end: ProcessEnd, connected: bool, died: bool, usage_file: Path, token: str
-    ) -> AgentResult:
+    def result(self, end: ProcessEnd, connected: bool, died: bool, tmp: Path, token: str) -> AgentResult:
         """Who failed decides: AgentRel's MCP server dying is the harness's failure; anything the agent
         did (exit non-zero, overrun its budget, never connect) is its own, judged by the state it left."""
-        usage, model, usage_note = read_usage(usage_file)
+        files = RunFiles(tmp)
+        usage, model, usage_note = read_usage(files.usage)
+        final = read_final(files.final_message, token)
         transcript = [
             {
                 "role": stream,
@@ -277,6 +282,7 @@ class ExternalAgent:
                 "elapsed_s": round(end.elapsed_s, 3),
                 "connected": connected,
                 "usage": usage_note,
+                "final_message": "reported" if final is not None else "not reported",
             }
         )
         error: str | None = None
@@ -292,14 +298,37 @@ class ExternalAgent:
         if not connected and failure != "harness":
             error = "the agent never connected to the run's MCP server" + (f" ({error})" if error else "")
         return AgentResult(
-            final_message=None,
+            final_message=final,
             error=error,
             failure=failure,
             usage=usage,
             transcript=transcript,
             connected=connected,
             usage_model=model,
+            events=final_message_events(final),
         )
+
+
+class RunFiles:
+    """The files of one run's contract, in the run's private temporary folder."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.system_prompt = tmp / "system_prompt.txt"
+        self.user_prompt = tmp / "user_prompt.txt"
+        self.usage = tmp / "usage.json"
+        self.final_message = tmp / "final_message.txt"
+
+
+def read_final(path: Path, token: str) -> str | None:
+    """The agent's final message, if it wrote one: bounded, undecodable bytes replaced, the run's token
+    redacted (an agent may echo its environment). Empty or missing is no final message."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_FINAL_BYTES)
+    except OSError:
+        return None
+    text = redact(raw.decode("utf-8", errors="replace"), [token])
+    return text if text.strip() else None
 
 
 def read_usage(path: Path) -> tuple[Usage, str | None, str]:

@@ -41,9 +41,7 @@ async def probe(agent: ExternalAgent, window_s: float) -> str | None:
         face = EpisodeFace(task, tools, refuse)
         async with face:
             assert face.token is not None  # a fresh one: fresh_token is on
-            env, _ = agent.environment(
-                Path(tmp), face.url, face.token, PROBE_PROMPT, PROBE_PROMPT, PROBE_RUN_ID
-            )
+            env = agent.environment(Path(tmp), face.url, face.token, PROBE_PROMPT, PROBE_PROMPT, PROBE_RUN_ID)
             cwd = Path(agent.spec.cwd) if agent.spec.cwd else None
             end = await run_process(
                 agent.argv(env),

@@ -32,6 +32,7 @@ def _agents_help() -> str:
 
 
 def audit(
+    ctx: typer.Context,
     model: Annotated[
         list[str] | None,
         typer.Option("--model", "-m", help=_agents_help() + f" Default: {defaults.MODEL}."),
@@ -334,12 +335,10 @@ def audit(
             list_files=False,
         )
     # What the numbers may be used for, in words, and where to go next (harness/cli/next_steps.py).
-    from agentrel.harness.cli.next_steps import next_steps, publication_lines
+    from agentrel.harness.cli.next_steps import given_options, next_steps, publication_lines
 
     for line in [
-        *publication_lines(
-            outcome.results.path, models, k, patterns, split_list(condition or [defaults.CONDITION])
-        ),
+        *publication_lines(outcome.results.path, given_options(ctx)),
         *next_steps(outcome.results.path, report and rated),
     ]:
         err.print(line, markup=False, soft_wrap=True)

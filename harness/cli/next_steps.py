@@ -9,15 +9,40 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Any
 
 FREEZE_CODES = {"freeze_missing", "run_not_frozen", "run_before_freeze"}
+NOT_REPLAYED = {"results", "plan"}  # the advice gives its own results directory, and plans first
 
 
-def publication_lines(
-    results: Path, models: list[str], k: int, tasks: list[str], conditions: list[str] | None = None
-) -> list[str]:
+def given_options(ctx: Any, skip: set[str] = NOT_REPLAYED) -> list[str]:
+    """The options the user typed on this command line (`ctx`, the command's click context), in the
+    command's declared order, as argv: the same audit again, whatever subjects (`--agent`,
+    `--agent-file`), environment, faults or stopping rule it named. Defaults are left out: they are the
+    same for the same version. (Typed `Any`: typer vendors its own click, whose classes are not click's.)"""
+    argv: list[str] = []
+    for param in ctx.command.params:
+        name = param.name or ""
+        if param.param_type_name != "option" or name in skip:
+            continue
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name != "COMMANDLINE":
+            continue
+        value = ctx.params[name]
+        flag = param.opts[0]
+        if param.is_flag:
+            argv.append(flag if value else (param.secondary_opts or [flag])[0])
+        elif param.multiple:
+            for item in value:
+                argv += [flag, str(item)]
+        else:
+            argv += [flag, str(value.value if hasattr(value, "value") else value)]
+    return argv
+
+
+def publication_lines(results: Path, options: list[str]) -> list[str]:
     """Whether `results` is publishable, in sentences; for an unfrozen audit, the plan-freeze-run-publish
-    sequence for the same matrix in a new directory."""
+    sequence for the same audit (`options`, from `given_options`) in a new directory."""
     from agentrel.harness.errors import UserError
     from agentrel.harness.publication.publish import eligibility_of
     from agentrel.harness.publication.reasons import meaning
@@ -39,10 +64,7 @@ def publication_lines(
     ]
     if FREEZE_CODES & set(heads):
         fresh = shlex.quote(f"{results}-frozen")
-        matrix = " ".join(f"-m {shlex.quote(m)}" for m in models)
-        matrix += f" --k {k} --tasks {shlex.quote(','.join(tasks))}"
-        if conditions and conditions != ["clean"]:
-            matrix += f" --condition {shlex.quote(','.join(conditions))}"
+        matrix = shlex.join(options)
         lines += [
             "A publishable audit fixes its protocol before its runs, so no matrix can be re-rolled until it "
             "looks clean. In a new results directory:",

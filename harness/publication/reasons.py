@@ -46,7 +46,8 @@ REASONS: dict[str, str] = {
     "attempt_after_valid": "a run has an attempt recorded after its first valid one: a re-roll (the first "
     "valid attempt is final)",
     "run_invalid": "a run ended invalid (its decisive attempt's status)",
-    "run_not_exposed": "a fault-scheduled run ended before its fault's trigger: it never met the fault",
+    "run_not_exposed": "a run never met what it measures (a fault-scheduled run ended before its fault's "
+    "trigger, or an agent program never connected to its tools): not a measurement, never counted safe",
     "fault_unwitnessed": "a fault-scheduled run has no witnessed fault (invalid injection, no or "
     "contradicting receipts, or not valid)",
     "evidence_lost": "a dump or transcript a record names is missing or altered",

@@ -94,6 +94,15 @@ def test_counterexample_script_damages_through_both_frameworks(sandbox, tmp_path
     assert check_equal(records, f"scripted/{name}", "clean").verdict.outcome == "FAIL_DAMAGE"
 
 
+def test_a_refusal_reaches_the_verdict_through_both_frameworks(sandbox, tmp_path, monkeypatch, task):
+    """Each example agent writes its answer to AGENTREL_FINAL_MESSAGE_FILE, so a model that declines
+    makes a refused run, exactly as the scripted agent with the same final message."""
+    script = task.scripts()["refuse_all"]
+    model = ScriptedModel(steps(script), script.final)
+    records = audit_with(sandbox, tmp_path, monkeypatch, model, "scripted/refuse_all")
+    assert check_equal(records, "scripted/refuse_all", "clean").verdict.sub_label == "refused_clean"
+
+
 @pytest.mark.parametrize(
     ("recovery", "reference", "outcome"),
     [("reconcile", "scripted/reconcile", "PASS"), ("naive", "scripted/naive-retry", "FAIL_DAMAGE")],

@@ -2,7 +2,8 @@
 
     python mcp_agent_program.py PLAN.json MODE
 
-PLAN.json: {"steps": [[tool, args], ...]}. It reads only the AGENTREL_* contract from its environment.
+PLAN.json: {"steps": [[tool, args], ...], "final": "..."}; the final message, when there is one, goes to
+AGENTREL_FINAL_MESSAGE_FILE. It reads only the AGENTREL_* contract from its environment.
 MODE:
   plan           make the plan's calls in order, then report usage and exit 0
   stdio          the same through `agentrel mcp stdio-proxy`, spawned as its stdio MCP server
@@ -90,7 +91,8 @@ async def act(steps: list[list[object]], mode: str) -> None:
 
 def main() -> None:
     plan, mode = Path(sys.argv[1]), sys.argv[2]
-    steps = json.loads(plan.read_text())["steps"]
+    plan_doc = json.loads(plan.read_text())
+    steps = plan_doc["steps"]
     if mode == "exit-at-once":
         sys.stderr.write("agent: no model configured\n")
         sys.exit(1)
@@ -110,6 +112,8 @@ def main() -> None:
             Path(sys.argv[3]).write_text(json.dumps(seen))
         steps = []
     anyio.run(act, steps, mode)
+    if plan_doc.get("final"):
+        Path(os.environ["AGENTREL_FINAL_MESSAGE_FILE"]).write_text(plan_doc["final"], encoding="utf-8")
     usage = {"input_tokens": 1200, "output_tokens": 300, "model": "gpt-4o-mini"}
     Path(os.environ["AGENTREL_USAGE_FILE"]).write_text(json.dumps(usage))
     print(f"done; token {os.environ['AGENTREL_MCP_TOKEN']}", flush=True)  # redacted from the transcript

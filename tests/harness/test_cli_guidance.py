@@ -49,7 +49,8 @@ def test_an_unfrozen_audit_ends_in_words_with_the_commands_that_make_it_publisha
     assert "This audit is evidence, not a publishable score: the protocol was never frozen" in err
     assert "agentrel: evidence only" not in err
     fresh = f"{results}-frozen"
-    plan = f"agentrel audit -m scripted/overreach --k 1 --tasks csm-goodwill-cap --results {fresh} --plan"
+    matrix = "--model scripted/overreach --k 1 --tasks csm-goodwill-cap"
+    plan = f"agentrel audit {matrix} --results {fresh} --plan"
     assert plan in err and f"agentrel protocol freeze {fresh}" in err and f"agentrel publish {fresh}" in err
     assert f"agentrel view {results}" in err and "Next:" in err
     # The advice works: following it gives a publishable audit.
@@ -74,6 +75,34 @@ def test_an_unfrozen_audit_ends_in_words_with_the_commands_that_make_it_publisha
     assert any(line.startswith("dollars ") for line in described.stdout.splitlines())
     missing = agentrel("export", "cells", str(results))
     assert missing.returncode == 2 and "give -o/--output FILE (or -o - for standard output)" in missing.stderr
+
+
+def test_the_advice_replays_every_option_the_user_gave_but_its_results_and_plan(monkeypatch):
+    """An agent program, an environment, a fault schedule or a stopping rule left out of the advice would
+    make the advised audit a different protocol (it once dropped `--agent`)."""
+    import typer
+
+    from agentrel.harness.cli.main import app
+    from agentrel.harness.cli.next_steps import given_options
+
+    monkeypatch.setenv("AGENTREL_ENV", "agentrel-enterprise")  # parsing --env selects one: undone after
+    audit = typer.main.get_command(app).commands["audit"]  # type: ignore[attr-defined]
+    argv = ["-m", "a", "--agent", "mine=python my agent.py", "--env", "tau2-airline", "--k", "2"]
+    argv += ["--results", "r", "--plan", "--until", "detect", "--target-p", "0.05", "--no-report"]
+    ctx = audit.make_context("audit", argv)
+    got = given_options(ctx)
+    assert got[:2] == ["--model", "a"] and "--results" not in got and "--plan" not in got
+    for option in (
+        ["--agent", "mine=python my agent.py"],
+        ["--env", "tau2-airline"],
+        ["--k", "2"],
+        ["--until", "detect"],
+        ["--target-p", "0.05"],
+        ["--no-report"],
+    ):
+        i = got.index(option[0])
+        assert got[i : i + len(option)] == option, option
+    assert "--concurrency" not in got  # a default is not replayed
 
 
 def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path):

@@ -36,9 +36,9 @@ def task():
     return load_suite(patterns=[TASK])[0]
 
 
-def plan_file(tmp_path: Path, steps) -> Path:
+def plan_file(tmp_path: Path, steps, final: str | None = None) -> Path:
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps({"steps": [[s.tool, s.args] for s in steps]}))
+    path.write_text(json.dumps({"steps": [[s.tool, s.args] for s in steps], "final": final}))
     return path
 
 
@@ -66,7 +66,7 @@ def transcript(results: Path, record: RunRecord) -> dict:
 
 
 def test_oracle_and_counterexample_programs_get_the_scripted_agents_verdicts(sandbox, tmp_path, task):
-    oracle = plan_file(tmp_path, task.oracle.steps)
+    oracle = plan_file(tmp_path, task.oracle.steps, task.oracle.final)
     records = run_external(
         sandbox,
         tmp_path,
@@ -94,12 +94,27 @@ def test_oracle_and_counterexample_programs_get_the_scripted_agents_verdicts(san
         sandbox,
         tmp_path,
         "bad",
-        [sys.executable, str(PROGRAM), str(plan_file(bad_plan, bad.steps)), "plan"],
+        [sys.executable, str(PROGRAM), str(plan_file(bad_plan, bad.steps, bad.final)), "plan"],
         model=f"scripted/{bad_name}",
     )
     ext, scripted = sorted(records, key=lambda r: r.model)
     assert ext.model == "agent/bad" and ext.verdict.outcome == "FAIL_DAMAGE"
     assert ext.verdict == scripted.verdict
+
+
+def test_a_refusal_in_its_final_message_file_is_judged_as_a_models(sandbox, tmp_path, task):
+    """An agent program that declines says so in AGENTREL_FINAL_MESSAGE_FILE: its run is `refused_clean`,
+    as the scripted agent's with the same final message; without the file it would be `completed_clean`."""
+    script = task.scripts()["refuse_all"]
+    assert "REFUSAL:" in (script.final or "")
+    command = [sys.executable, str(PROGRAM), str(plan_file(tmp_path, script.steps, script.final)), "plan"]
+    records = run_external(sandbox, tmp_path, "refuser", command, model="scripted/refuse_all")
+    ext, scripted = sorted(records, key=lambda r: r.model)
+    assert ext.model == "agent/refuser" and ext.status == "valid"
+    assert ext.verdict.sub_label == "refused_clean" and ext.verdict == scripted.verdict
+    assert ext.final_message == script.final
+    process = transcript(tmp_path / "results-refuser", ext)["messages"][-1]
+    assert process["role"] == "process" and process["final_message"] == "reported"
 
 
 def test_an_agent_that_spawns_its_server_reaches_the_run_through_stdio_proxy(sandbox, tmp_path, task):
@@ -214,6 +229,7 @@ def test_the_environment_contract(sandbox, tmp_path, task, monkeypatch):
             "AGENTREL_USER_PROMPT_FILE",
             "AGENTREL_RUN_ID",
             "AGENTREL_USAGE_FILE",
+            "AGENTREL_FINAL_MESSAGE_FILE",
         ]
     )
     assert seen["system"] == task.system_prompt and seen["user"] == task.user_prompt
@@ -286,13 +302,30 @@ def test_who_failed_decides_the_status(tmp_path):
     from agentrel.harness.results.status import run_status
 
     agent = ExternalAgent(ExternalSpec(name="x", command=[sys.executable]))
-    usage = tmp_path / "usage.json"
+    usage = tmp_path / "usage.json"  # RunFiles(tmp_path).usage
     ended = ProcessEnd(returncode=1, timed_out=False, elapsed_s=0.1, stdout=Bounded(), stderr=Bounded())
-    died = agent.result(ended, connected=True, died=True, usage_file=usage, token="t0ken-secret")
+    died = agent.result(ended, connected=True, died=True, tmp=tmp_path, token="t0ken-secret")
     assert died.failure == "harness" and run_status(died.failure, None) == "harness_invalid"
-    own = agent.result(ended, connected=True, died=False, usage_file=usage, token="t0ken-secret")
+    own = agent.result(ended, connected=True, died=False, tmp=tmp_path, token="t0ken-secret")
     assert own.failure == "agent" and "exited with code 1" in own.error
     # A usage file that is not the documented form leaves the cost unknown, and says why.
     usage.write_text('{"input_tokens": "many"}')
-    unread = agent.result(ended, connected=True, died=False, usage_file=usage, token="t0ken-secret")
+    unread = agent.result(ended, connected=True, died=False, tmp=tmp_path, token="t0ken-secret")
     assert unread.usage_model is None and unread.transcript[-1]["usage"].startswith("unreadable")
+
+
+def test_the_final_message_is_bounded_and_never_carries_the_token(tmp_path):
+    """An agent that writes a huge final message, or echoes its token into it, cannot make AgentRel read
+    more than MAX_FINAL_BYTES or record the token."""
+    from agentrel.harness.agents.external import MAX_FINAL_BYTES, ExternalAgent, RunFiles
+    from agentrel.harness.agents.process import Bounded, ProcessEnd
+
+    agent = ExternalAgent(ExternalSpec(name="x", command=[sys.executable]))
+    ended = ProcessEnd(returncode=0, timed_out=False, elapsed_s=0.1, stdout=Bounded(), stderr=Bounded())
+    final = RunFiles(tmp_path).final_message
+    final.write_text("my token is t0ken-secret\nREFUSAL: no\n" + "x" * (3 * MAX_FINAL_BYTES))
+    got = agent.result(ended, connected=True, died=False, tmp=tmp_path, token="t0ken-secret").final_message
+    assert got is not None and len(got.encode()) <= MAX_FINAL_BYTES
+    assert "t0ken-secret" not in got and "[redacted]" in got and "REFUSAL: no" in got
+    final.write_text("  \n")  # blank is no final message
+    assert agent.result(ended, connected=True, died=False, tmp=tmp_path, token="t").final_message is None
