@@ -1,17 +1,18 @@
 """Per-run overhead of an external agent program (process start, MCP session over loopback HTTP,
 teardown) beside the in-process scripted agent making the same oracle calls, side by side in one run.
 
-Both audit the same task K times at concurrency 1 on the same sandbox; the external agent is the tiny MCP
-SDK client of the tests (`tests/harness/mcp_agent_program.py`, plan mode) replaying the task's oracle.
-Per-run time is the record's total (clone to judge); the probe before the external audit is left out.
+All audit the same task K times at concurrency 1 on the same sandbox, replaying the task's oracle:
+- the in-process scripted agent (no process, no MCP): the baseline;
+- `plain`: an agent program with no MCP library, standard library only (`tests/harness/plain_mcp_program.py`):
+  the external-agent path itself (process start, MCP session over loopback HTTP, teardown);
+- `sdk`: the official MCP SDK client of the tests (`tests/harness/mcp_agent_program.py`), whose imports
+  (anyio, httpx, pydantic) the agent pays, not AgentRel; they are also timed alone (`sdk_import_s`).
+Per-run time is the record's total (clone to judge); the probe before each external audit is left out.
+The target (under 1.5 s extra per run on 2 cores) is the path's: `overhead_s`, the plain agent's.
 
-The agent program's own start (a Python process importing the MCP SDK client, which AgentRel does not
-control and which costs seconds on a loaded machine) is measured alone, K times, and shown beside it:
-`harness_s` is the overhead left once it is subtracted (AgentRel's MCP face, process spawn and teardown).
-
-Last line: scripted_s=<mean per run> external_s=<mean per run> overhead_s=<difference>
-program_start_s=<mean start of the program alone> harness_s=<overhead - program start>
-ratio=<external / scripted> load1=<1-minute load average> target_met=<overhead under 1.5 s>
+Last line: scripted_s=<mean per run> plain_s=<mean> sdk_s=<mean> overhead_s=<plain - scripted>
+sdk_overhead_s=<sdk - scripted> sdk_import_s=<the SDK client's imports alone> ratio=<plain / scripted>
+load1=<1-minute load average> target_met=<overhead_s under 1.5 s>
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ IMPORTS = (
 )
 
 
-def program_start() -> list[float]:
-    """The agent program's own floor: interpreter start plus the MCP SDK client's imports."""
+def sdk_import() -> list[float]:
+    """The SDK agent program's own floor: interpreter start plus the MCP SDK client's imports."""
     times = []
     for _ in range(K):
         t0 = time.perf_counter()
@@ -62,30 +63,36 @@ def main() -> None:
     task = load_suite(patterns=[TASK])[0]
     with tempfile.TemporaryDirectory(prefix="agentrel-bench-") as tmp:
         plan = Path(tmp) / "plan.json"
-        plan.write_text(json.dumps({"steps": [[s.tool, s.args] for s in task.oracle.steps]}))
-        program = ROOT / "tests" / "harness" / "mcp_agent_program.py"
-        spec = ExternalSpec(name="bench", command=[sys.executable, str(program), str(plan), "plan"])
+        oracle = {"steps": [[s.tool, s.args] for s in task.oracle.steps], "final": task.oracle.final}
+        plan.write_text(json.dumps(oracle))
+        tests = ROOT / "tests" / "harness"
+        plain = ExternalSpec(
+            name="plain", command=[sys.executable, "-S", str(tests / "plain_mcp_program.py"), str(plan)]
+        )
+        sdk = ExternalSpec(
+            name="sdk", command=[sys.executable, str(tests / "mcp_agent_program.py"), str(plan), "plan"]
+        )
         common = {"k": K, "task_patterns": [TASK], "concurrency": 1, "sandbox": sb, "show_progress": False}
         audit(models=["scripted/oracle"], results=Path(tmp) / "scripted", **common)  # type: ignore[arg-type]
-        audit(models=[], external=[spec], results=Path(tmp) / "external", **common)  # type: ignore[arg-type]
-        scripted = per_run(Path(tmp) / "scripted", "scripted/oracle")
-        external = per_run(Path(tmp) / "external", "agent/bench")
-    assert len(scripted) == len(external) == K, (len(scripted), len(external))
-    start = program_start()
-    s, e, p = statistics.mean(scripted), statistics.mean(external), statistics.mean(start)
+        for spec in (plain, sdk):
+            audit(models=[], external=[spec], results=Path(tmp) / spec.name, **common)  # type: ignore[arg-type]
+        runs = {
+            "scripted/oracle": per_run(Path(tmp) / "scripted", "scripted/oracle"),
+            "agent/plain": per_run(Path(tmp) / "plain", "agent/plain"),
+            "agent/sdk": per_run(Path(tmp) / "sdk", "agent/sdk"),
+        }
+    assert all(len(xs) == K for xs in runs.values()), {m: len(xs) for m, xs in runs.items()}
+    runs["sdk import alone"] = sdk_import()
+    s, p, d, i = (statistics.mean(xs) for xs in runs.values())
     print(f"{'agent':<18}{'runs':>6}{'mean s':>10}{'median s':>10}{'max s':>8}")
-    for name, xs in (
-        ("scripted/oracle", scripted),
-        ("agent/bench (MCP)", external),
-        ("program start", start),
-    ):
+    for name, xs in runs.items():
         print(
             f"{name:<18}{len(xs):>6}{statistics.mean(xs):>10.3f}{statistics.median(xs):>10.3f}{max(xs):>8.3f}"
         )
     print(
-        f"scripted_s={s:.3f} external_s={e:.3f} overhead_s={e - s:.3f} program_start_s={p:.3f}"
-        f" harness_s={e - s - p:.3f} ratio={e / s:.2f} load1={os.getloadavg()[0]:.1f}"
-        f" target_met={str(e - s < TARGET_S).lower()}"
+        f"scripted_s={s:.3f} plain_s={p:.3f} sdk_s={d:.3f} overhead_s={p - s:.3f} sdk_overhead_s={d - s:.3f}"
+        f" sdk_import_s={i:.3f} ratio={p / s:.2f} load1={os.getloadavg()[0]:.1f}"
+        f" target_met={str(p - s < TARGET_S).lower()}"
     )
 
 

@@ -28,6 +28,7 @@ from agentrel.harness.tasks import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = Path(__file__).with_name("mcp_agent_program.py")
+PLAIN = Path(__file__).with_name("plain_mcp_program.py")
 TASK = "csm-double-charge"
 
 
@@ -100,6 +101,16 @@ def test_oracle_and_counterexample_programs_get_the_scripted_agents_verdicts(san
     ext, scripted = sorted(records, key=lambda r: r.model)
     assert ext.model == "agent/bad" and ext.verdict.outcome == "FAIL_DAMAGE"
     assert ext.verdict == scripted.verdict
+
+
+def test_a_program_with_no_mcp_library_speaks_the_contract_over_plain_http(sandbox, tmp_path, task):
+    """The contract is HTTP: a standard-library program (no site packages, `python -S`) reaches the run's
+    tools and gets the oracle's verdict, as the SDK client does."""
+    oracle = plan_file(tmp_path, task.oracle.steps, task.oracle.final)
+    (r,) = run_external(sandbox, tmp_path, "plain", [sys.executable, "-S", str(PLAIN), str(oracle)])
+    assert r.status == "valid" and r.error is None, r.error
+    assert r.verdict.outcome == "PASS" and r.final_message == task.oracle.final
+    assert [c["tool"] for c in r.tool_calls] == [s.tool for s in task.oracle.steps]
 
 
 def test_a_refusal_in_its_final_message_file_is_judged_as_a_models(sandbox, tmp_path, task):
