@@ -140,3 +140,32 @@ def test_resume_after_the_driver_is_killed(sandbox, tmp_path, ray_address, slot_
     assert len(ids) == len(set(ids)) == k
     assert outcomes(crashed) == outcomes(reference.results.path)
     assert ResultsDir(crashed).lost_evidence() == {}
+
+
+def test_an_agent_program_runs_on_ray_as_on_the_local_executor(sandbox, tmp_path, ray_address, slot_homes):
+    """`--agent` with `--executor ray`: each actor starts the program beside its own run database and MCP
+    face (loopback on its node), and the runs equal the local executor's, verdict and state."""
+    from agentrel.harness.agents.external import ExternalSpec
+    from agentrel.harness.tasks import load_suite
+
+    task = load_suite(patterns=["csm-double-charge"])[0]
+    plans = {"oracle": task.oracle, "bad": next(s for n, s in task.scripts().items() if n != "oracle")}
+    specs = []
+    for name, script in plans.items():
+        plan = tmp_path / f"{name}.json"
+        plan.write_text(json.dumps({"steps": [[s.tool, s.args] for s in script.steps], "final": script.final}))
+        program = REPO / "tests" / "harness" / "plain_mcp_program.py"
+        specs.append(ExternalSpec(name=name, command=[sys.executable, "-S", str(program), str(plan)]))
+
+    def agents(results: Path, executor=None):  # type: ignore[no-untyped-def]
+        kw = {"executor": executor} if executor is not None else {}
+        common = {"k": 2, "task_patterns": ["csm-double-charge"], "concurrency": 2, "show_progress": False}
+        return audit(models=[], external=specs, results=results, sandbox=sandbox, **common, **kw)  # type: ignore[arg-type]
+
+    local = agents(tmp_path / "local")
+    remote = agents(tmp_path / "ray", executor=Capture(workers=WORKERS, home=slot_homes))
+    assert remote.protocol_hash == local.protocol_hash
+    assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "local")
+    got = {(r.model, r.verdict.outcome if r.verdict else "-") for r in ResultsDir(tmp_path / "ray").records()}
+    assert got == {("agent/oracle", "PASS"), ("agent/bad", "FAIL_DAMAGE")}
+    assert all(r.status == "valid" and r.connected for r in ResultsDir(tmp_path / "ray").records())
