@@ -153,7 +153,8 @@ def test_an_agent_program_runs_on_ray_as_on_the_local_executor(sandbox, tmp_path
     specs = []
     for name, script in plans.items():
         plan = tmp_path / f"{name}.json"
-        plan.write_text(json.dumps({"steps": [[s.tool, s.args] for s in script.steps], "final": script.final}))
+        steps = [[s.tool, s.args] for s in script.steps]
+        plan.write_text(json.dumps({"steps": steps, "final": script.final}))
         program = REPO / "tests" / "harness" / "plain_mcp_program.py"
         specs.append(ExternalSpec(name=name, command=[sys.executable, "-S", str(program), str(plan)]))
 
