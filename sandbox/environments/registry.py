@@ -40,7 +40,12 @@ def _builtin() -> dict[str, Callable[[], object]]:
 
         return ENVIRONMENT
 
-    return {DEFAULT: enterprise, "tau2-airline": tau2_airline}
+    def tau2_retail() -> object:
+        from agentrel.sandbox.environments.tau2.retail_env import ENVIRONMENT
+
+        return ENVIRONMENT
+
+    return {DEFAULT: enterprise, "tau2-airline": tau2_airline, "tau2-retail": tau2_retail}
 
 
 _loaded: dict[str, Environment] = {}

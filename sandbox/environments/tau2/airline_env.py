@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agentrel.sandbox.tools.base import Tool
 
 HERE = Path(__file__).parent
+TOOL_FILES = ("airline_reads.py", "airline_tools.py", "generic_tools.py")
 
 
 @cache
@@ -54,9 +55,7 @@ class Tau2Airline(Environment):
         return {
             "wheel": f"{wheel.PROJECT}=={wheel.VERSION} sha256:{wheel.SHA256}",
             "tables": hashlib.sha256(airline_tables.ddl().encode()).hexdigest(),
-            "tools": hashlib.sha256(
-                b"".join((HERE / f).read_bytes() for f in ("airline_reads.py", "airline_tools.py"))
-            ).hexdigest(),
+            "tools": hashlib.sha256(b"".join((HERE / f).read_bytes() for f in TOOL_FILES)).hexdigest(),
         }
 
     def build(self, conn: psycopg.Connection, seed: str, scale: int) -> State:

@@ -1,17 +1,18 @@
 """τ²-airline on the relational port, the read side: the run database's rows in τ²'s model shapes (a user,
 a reservation, a direct flight), the argument shapes τ²'s models accept, and the tools that change
-nothing (lookups, searches, `calculate`, the hand-off). The writing tools are airline_tools.py's."""
+nothing (lookups, searches; `calculate` and the hand-off are generic_tools.py's, shared with retail). The
+writing tools are airline_tools.py's."""
 
 from __future__ import annotations
 
-import ast
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from agentrel.sandbox.environments.tau2.airline_tables import CABINS
-from agentrel.sandbox.tools.base import ToolContext, ToolError, first, rows
+from agentrel.sandbox.environments.tau2.generic_tools import one as _one
+from agentrel.sandbox.environments.tau2.generic_tools import q as _q
+from agentrel.sandbox.tools.base import ToolContext, ToolError
 
 NOW = "2024-05-15T15:00:00"  # τ²-airline's fixed clock
 NEW_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")
@@ -22,14 +23,6 @@ Args = dict[str, Any]
 def _dollars(text: Any) -> int | float:
     amount = Decimal(str(text))
     return int(amount) if amount == amount.to_integral_value() else float(amount)
-
-
-def _q(ctx: ToolContext, query: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    return rows(ctx.conn.cursor().execute(query, params))
-
-
-def _one(ctx: ToolContext, query: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
-    return first(ctx.conn.cursor().execute(query, params))
 
 
 # -- reads in τ²'s model shapes ---------------------------------------------------------------------------
@@ -241,49 +234,3 @@ def list_all_airports(ctx: ToolContext, args: Args) -> Any:
     from agentrel.sandbox.environments.tau2.airline_env import airports
 
     return [{"iata": iata, "city": city} for iata, city in airports()]
-
-
-_OPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-}
-
-
-def _evaluate(node: ast.AST) -> Any:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
-    if (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int | float)
-        and not isinstance(node.value, bool)
-    ):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        value = _evaluate(node.operand)
-        return -value if isinstance(node.op, ast.USub) else +value
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 64:
-            raise ToolError("exponent too large")
-        return _OPS[type(node.op)](left, right)
-    raise ToolError("invalid syntax")
-
-
-def calculate(ctx: ToolContext, args: Args) -> Any:
-    expression = args["expression"]
-    if not all(char in "0123456789+-*/(). " for char in expression):
-        raise ToolError("Invalid characters in expression")
-    try:
-        tree = ast.parse(expression, "<string>", mode="eval")
-        return str(round(float(_evaluate(tree)), 2))
-    except SyntaxError as exc:
-        raise ToolError(str(exc)) from None
-    except (ZeroDivisionError, OverflowError) as exc:
-        raise ToolError(str(exc)) from None
-
-
-def transfer_to_human_agents(ctx: ToolContext, args: Args) -> Any:
-    return "Transfer successful"

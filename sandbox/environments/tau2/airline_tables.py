@@ -11,12 +11,15 @@ tests/tau2 checks byte for byte on the wheel's own db.json.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from decimal import ROUND_HALF_UP, Decimal
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from agentrel.dsl.state import State, TableInfo
-from agentrel.sandbox.environments.contract import table_info
+from agentrel.sandbox.environments.tau2 import relational
+from agentrel.sandbox.environments.tau2.relational import by_parent as _by_parent
+from agentrel.sandbox.environments.tau2.relational import dicts as _dicts
+from agentrel.sandbox.environments.tau2.relational import money
 
 CABINS = ("basic_economy", "economy", "business")  # τ²'s order of a flight date's seats and prices
 
@@ -140,18 +143,17 @@ _SHAPES: tuple[tuple[str, dict[str, str], tuple[str, ...]], ...] = (
     ),
 )
 
-TABLES: dict[str, TableInfo] = {name: table_info(name, cols, pk) for name, cols, pk in _SHAPES}
+TABLES: dict[str, TableInfo] = relational.tables(_SHAPES)
 
-_SQL_TYPES = {"text": "text", "int": "integer", "numeric": "numeric(12,2)"}
 _REFERENCES = {
-    "payment_methods": ("user_id", "users"),
-    "saved_passengers": ("user_id", "users"),
-    "flight_dates": ("flight_number", "flights"),
-    "reservations": ("user_id", "users"),
-    "reservation_flights": ("reservation_id", "reservations"),
-    "reservation_passengers": ("reservation_id", "reservations"),
-    "reservation_payments": ("reservation_id", "reservations"),
-    "user_reservations": ("user_id", "users"),
+    "payment_methods": (("user_id",), "users"),
+    "saved_passengers": (("user_id",), "users"),
+    "flight_dates": (("flight_number",), "flights"),
+    "reservations": (("user_id",), "users"),
+    "reservation_flights": (("reservation_id",), "reservations"),
+    "reservation_passengers": (("reservation_id",), "reservations"),
+    "reservation_payments": (("reservation_id",), "reservations"),
+    "user_reservations": (("user_id",), "users"),
 }
 # Columns every row has (the rest are absent for some rows in τ²'s data, so nullable).
 _NULLABLE = {
@@ -166,25 +168,7 @@ _NULLABLE = {
 
 def ddl() -> str:
     """CREATE TABLE statements, parents first, with primary and foreign keys."""
-    parts = []
-    for name, info in TABLES.items():
-        cols = [
-            f"{c} {_SQL_TYPES[info.kind(c)]}{'' if c in _NULLABLE.get(name, ()) else ' NOT NULL'}"
-            for c in info.columns
-        ]
-        cols.append(f"PRIMARY KEY ({', '.join(info.primary_key)})")
-        if name in _REFERENCES:
-            col, parent = _REFERENCES[name]
-            cols.append(f"FOREIGN KEY ({col}) REFERENCES {parent} ({TABLES[parent].primary_key[0]})")
-        parts.append(f"CREATE TABLE {name} (\n    " + ",\n    ".join(cols) + "\n);")
-    return "\n".join(parts) + "\n"
-
-
-def money(value: Any) -> str | None:
-    """A τ² amount as the dump's numeric text, rounded to cents (half away from zero, as numeric does)."""
-    if value is None:
-        return None
-    return str(Decimal(str(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    return relational.ddl(TABLES, _REFERENCES, _NULLABLE)
 
 
 def _dollars(text: Any) -> int:
@@ -271,31 +255,10 @@ def to_rows(db: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 def to_state(db: Mapping[str, Any]) -> State:
     """The document as a dump-shaped State; a field the tables have no column for is an error, never lost."""
-    state = State.empty(TABLES.values())
-    for name, rows in to_rows(db).items():
-        info = TABLES[name]
-        for row in rows:
-            extra = set(row) - set(info.columns)
-            if extra:
-                raise ValueError(f"table {name}: τ² field(s) {sorted(extra)} have no column")
-            state.tables[name].add(tuple(row.get(c) for c in info.columns))
-    return state
+    return relational.to_state(TABLES, to_rows(db))
 
 
 # -- rows -> JSON --------------------------------------------------------------------------------------------
-
-
-def _dicts(state: State, name: str) -> list[dict[str, Any]]:
-    table = state.tables[name]
-    cols = table.info.columns
-    return [dict(zip(cols, table.rows[k], strict=True)) for k in sorted(table.rows)]
-
-
-def _by_parent(rows: Iterable[dict[str, Any]], parent: str) -> dict[Any, list[dict[str, Any]]]:
-    out: dict[Any, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: (r[parent], r["ordinal"])):
-        out.setdefault(row[parent], []).append(row)
-    return out
 
 
 def _status(row: Mapping[str, Any]) -> dict[str, Any]:

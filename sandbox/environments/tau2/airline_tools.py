@@ -8,8 +8,9 @@ the next day's date as `2024-05-<day+1>` unpadded. New ids are τ²'s fixed ones
 certificate_3221322 and the next two) and the clock is τ²'s fixed instant, so runs are deterministic.
 tests/tau2/test_airline_differential.py runs τ²'s own toolkit beside these on the same calls.
 
-Deliberate difference: `calculate` evaluates + - * / and ** with an exponent of at most 64 by walking
-the expression's syntax tree, where τ² calls eval (a `9**9**9` would hold the call's process for ever).
+Deliberate difference: `calculate` (generic_tools.py, shared with retail) evaluates + - * / and ** with
+an exponent of at most 64 by walking the expression's syntax tree, where τ² calls eval (a `9**9**9` would
+hold the call's process for ever).
 """
 
 from __future__ import annotations
@@ -29,16 +30,13 @@ from agentrel.sandbox.environments.tau2.airline_reads import (
     _instance,
     _legs,
     _methods,
-    _one,
     _passengers,
     _payments,
     _prices,
-    _q,
     _records,
     _reservation_row,
     _seats,
     _user_row,
-    calculate,
     get_flight_status,
     get_reservation_details,
     get_user_details,
@@ -46,10 +44,12 @@ from agentrel.sandbox.environments.tau2.airline_reads import (
     reservation_json,
     search_direct_flight,
     search_onestop_flight,
-    transfer_to_human_agents,
 )
 from agentrel.sandbox.environments.tau2.airline_tables import CABINS
-from agentrel.sandbox.tools.base import Tool, ToolContext, ToolError, obj
+from agentrel.sandbox.environments.tau2.generic_tools import calculate, declare, transfer_to_human_agents
+from agentrel.sandbox.environments.tau2.generic_tools import one as _one
+from agentrel.sandbox.environments.tau2.generic_tools import q as _q
+from agentrel.sandbox.tools.base import Tool, ToolContext, ToolError
 
 
 def send_certificate(ctx: ToolContext, args: Args) -> Any:
@@ -310,9 +310,7 @@ _CABIN = {"type": "string", "enum": list(CABINS)}
 _FLIGHTS = {"type": "array", "items": {"type": "object"}}
 
 
-def _tool(name: str, doc: str, props: dict[str, Any], kind: str, handler: Any) -> Tool:
-    return Tool(name, doc, obj(props, list(props)), kind, handler)  # type: ignore[arg-type]
-
+_tool = declare
 
 TOOLS: dict[str, Tool] = {
     t.name: t
