@@ -101,7 +101,7 @@ def test_an_until_detect_audit_gets_its_frozen_rule(cli, audited: Path, tmp_path
         "runs_to_certify": 11,
     }
     (audited / "manifest.json").write_text(json.dumps(manifest))
-    data, md = _analyze(cli, audited, tmp_path)
+    data, _ = _analyze(cli, audited, tmp_path)
     assert data["source"] == "the audit's frozen --until detect rule"
     assert data["agents"][0]["runs_required"] == 11 and list(data["agents"][0]["certified"]) == ["t1/clean"]
 
