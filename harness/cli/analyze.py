@@ -132,6 +132,10 @@ def analyze_command(
         if rule is not None:
             written += write_certificates(loaded, out_dir, *rule)
     err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
+    from agentrel.analysis.report_paired import power_lines
+
+    for line in power_lines(result):  # a comparison: the power it had for what it observed
+        err.print(line, markup=False, soft_wrap=True)
     if loaded.faults is not None:
         from agentrel.analysis.faults import fault_lines
 
@@ -166,9 +170,10 @@ def certificate_rule(
 
         with user_errors():
             try:
-                entry = json.loads(manifest.read_bytes()).get("stopping")
+                raw = json.loads(manifest.read_bytes())
             except ValueError:
-                entry = None  # load() has already said what is wrong with it
+                raw = None  # load() says what is wrong with it
+        entry = raw.get("stopping") if isinstance(raw, dict) else None
     rule = None
     if entry is not None:
         try:
