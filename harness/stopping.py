@@ -20,6 +20,7 @@ stopping_check.py). A run is never cut short.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, Literal
@@ -52,6 +53,9 @@ class StoppingRule(BaseModel):
     multiplicity: Multiplicity = "union"
     half_width: float | None = None
     budget_runs: int | None = None  # the most attempts the whole audit may start (all cells, retries too)
+    # --budget-usd: the dollars and the per-run cost they were converted at (budget_runs holds the runs)
+    budget_usd: float | None = None
+    cost_per_run_usd: float | None = None
 
     @classmethod
     def from_manifest(cls, entry: Any) -> StoppingRule:
@@ -70,12 +74,20 @@ class StoppingRule(BaseModel):
         multiplicity: str,
         half_width: float | None,
         budget_runs: int | None = None,
+        budget_usd: float | None = None,
+        cost_per_run_usd: float | None = None,
     ) -> StoppingRule:
-        """The rule from the CLI's flags; every bad combination is one UsageError line."""
+        """The rule from the CLI's flags; every bad combination is one UsageError line. `budget_usd` is
+        converted to runs at `cost_per_run_usd` (`budget_runs_for`), which must be known."""
+        if budget_usd is not None:
+            if budget_runs is not None:
+                raise UsageError("give --budget-runs or --budget-usd, not both")
+            budget_runs = budget_runs_for(budget_usd, cost_per_run_usd)
         if budget_runs is not None and budget_runs < 0:
             raise UsageError(f"--budget-runs must be a non-negative number of runs, got {budget_runs}")
         if budget_runs is not None and until != "detect":
-            raise UsageError("--budget-runs goes with --until detect")
+            flag = "--budget-usd" if budget_usd is not None else "--budget-runs"
+            raise UsageError(f"{flag} goes with --until detect")
         if not 0.0 < confidence < 1.0:
             raise UsageError(f"--confidence must be strictly between 0 and 1, got {confidence}")
         if multiplicity not in ("union", "bonferroni"):
@@ -91,6 +103,8 @@ class StoppingRule(BaseModel):
                 confidence=confidence,
                 multiplicity=multiplicity,  # type: ignore[arg-type]
                 budget_runs=budget_runs,
+                budget_usd=budget_usd,
+                cost_per_run_usd=cost_per_run_usd if budget_usd is not None else None,
             )
         if until == "precision":
             if half_width is None or not 0.0 < half_width < 0.5:
@@ -116,6 +130,24 @@ class StoppingRule(BaseModel):
             entry["cell_confidence"] = float(self.cell_level(cells_per_agent))
             entry["runs_to_certify"] = self.max_runs(cells_per_agent, 0)
         return entry
+
+
+def budget_runs_for(budget_usd: float, cost_per_run_usd: float | None) -> int:
+    """The runs `budget_usd` pays for at `cost_per_run_usd` each: floor(X / c), in exact decimals as
+    typed (so $1 at $0.10 a run is 10 runs, not 9). An unknown cost is refused, never taken as $0."""
+    if not (math.isfinite(budget_usd) and budget_usd > 0):
+        raise UsageError(f"--budget-usd must be a positive number of US dollars, got {budget_usd}")
+    if cost_per_run_usd is None:
+        raise UsageError(
+            "--budget-usd needs the cost of one run: declare it with --cost-per-run USD, or read it off "
+            "earlier runs with --cost-from RESULTS"
+        )
+    if not (math.isfinite(cost_per_run_usd) and cost_per_run_usd > 0):
+        raise UsageError(
+            f"the cost of one run must be a positive number of US dollars, got {cost_per_run_usd}: a run "
+            "that costs $0 cannot be bounded by dollars; use --budget-runs"
+        )
+    return int(Fraction(repr(budget_usd)) // Fraction(repr(cost_per_run_usd)))
 
 
 Status = Literal["clean", "damaging", "invalid"]
