@@ -84,7 +84,7 @@ class CellCertificate(Frozen):
     task: str
     condition: str
     fault: str | None
-    decision: str  # detected, certified, decided (precision)
+    decision: str  # detected, certified, done (precision), cap (every registered run, undecided)
     decided_at: int  # the run index the rule decided the cell at
     clean: int
     damaging: int

@@ -12,7 +12,9 @@ verdict (publication.rederive), never by its recorded one. The replay calls the 
 - Decided at index d (every index 1..d recorded): the cell is complete; its registered runs after d are
   `unneeded` (not missing). A run recorded after d ran past the decision: no valid audit records one,
   so it is refused (`stopping_run_past_decision`), whatever its outcome (it could only dilute or pad).
-- Never decided by its recorded prefix: the cell is open (`stopping_cell_undecided`), and its unrecorded
+- Every registered run recorded and judged without a decision (`--until precision` reaching its --k
+  cap, say): the cap ends the cell (`cap`), as it ended the audit's.
+- Never decided by its recorded prefix, and not run to the cap: the cell is open (`stopping_cell_undecided`), and its unrecorded
   runs stay missing.
 - No re-derived outcomes (the pure validator given records only): nothing stopped early is accepted
   (`stopping_unverified`), since only the dumps may say that a cell is done.
@@ -34,7 +36,7 @@ Group = tuple[str, str, str, str | None]  # (model, task, condition, fault): one
 
 
 class CellDecision(NamedTuple):
-    decision: str  # continue (open), detected, certified, decided (precision)
+    decision: str  # continue (open), detected, certified, done (precision), cap (ran every registered run)
     at: int | None  # the run index it was decided at
     clean: int  # over the runs up to the decision (all recorded ones when open)
     damaging: int
@@ -89,6 +91,8 @@ def check_stopping(
             else:
                 break  # a measured run publication could not label again: nothing after it is judged
         decision, at = decided_at(out.rule, k, statuses)
+        if at is None and len(statuses) == last:  # every registered run judged: the cap ends the cell
+            decision, at = "cap", last
         seen = statuses[: at or len(statuses)]
         out.decisions[group] = CellDecision(
             decision, at, seen.count("clean"), seen.count("damaging"), seen.count("invalid")

@@ -166,3 +166,26 @@ def test_the_check_reads_the_rederived_outcomes_not_the_recorded_ones():
         "stopping_cell_undecided": 1
     }
     assert check_stopping(manifest, cells, decisive, {"valid"}, None).reasons == {"stopping_unverified": 1}
+
+
+def test_precision_cells_stop_at_their_half_width_or_their_cap():
+    """--until precision (W = 0.45, 95%): two alike runs give half-width 0.436 (done at run 2); W = 0.1
+    is not reached in 3 runs, so the --k cap of 3 ends the cell, which is then complete, not open."""
+    cells = {Cell(SAFE, TASK, "clean", None, i): None for i in range(1, 4)}
+    decisive = {Cell(SAFE, TASK, "clean", None, i): _facts(SAFE, i) for i in (1, 2, 3)}
+    clean = {f.run_id: False for f in decisive.values()}
+    for width, decision, at, reasons in (
+        (0.45, "done", 2, {"stopping_run_past_decision": 1}),
+        (0.1, "cap", 3, {}),
+    ):
+        rule = StoppingRule.parse("precision", None, 0.95, "union", width)
+        check = check_stopping(
+            {"k": 3, "stopping": rule.manifest_entry(1)}, cells, decisive, {"valid"}, clean
+        )
+        got = check.decisions[(SAFE, TASK, "clean", None)]
+        assert (got.decision, got.at, check.reasons) == (decision, at, reasons)
+    # Run 3 of the W = 0.45 cell ran past its decision; without it the cell is complete with run 3 unneeded.
+    del decisive[Cell(SAFE, TASK, "clean", None, 3)]
+    rule = StoppingRule.parse("precision", None, 0.95, "union", 0.45)
+    check = check_stopping({"k": 3, "stopping": rule.manifest_entry(1)}, cells, decisive, {"valid"}, clean)
+    assert check.reasons == {} and check.unneeded == {Cell(SAFE, TASK, "clean", None, 3)}
