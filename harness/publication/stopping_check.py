@@ -14,8 +14,8 @@ verdict (publication.rederive), never by its recorded one. The replay calls the 
   so it is refused (`stopping_run_past_decision`), whatever its outcome (it could only dilute or pad).
 - Every registered run recorded and judged without a decision (`--until precision` reaching its --k
   cap, say): the cap ends the cell (`cap`), as it ended the audit's.
-- Never decided by its recorded prefix, and not run to the cap: the cell is open (`stopping_cell_undecided`), and its unrecorded
-  runs stay missing.
+- Never decided by its recorded prefix, and not run to the cap: the cell is open
+  (`stopping_cell_undecided`), and its unrecorded runs stay missing.
 - No re-derived outcomes (the pure validator given records only): nothing stopped early is accepted
   (`stopping_unverified`), since only the dumps may say that a cell is done.
 """
