@@ -36,29 +36,44 @@ async def run_matrix(
         queue.put_nowait(item)
     done: list[RunRecord] = []
 
+    async def attempt_once(plan: RunPlan, attempt: int) -> bool:
+        """One attempt, recorded (and counted by the gate); whether it is to be retried."""
+        outcome = await executor.attempt(plan, attempt)
+        record = await asyncio.to_thread(record_attempt, results, bases[plan.task], outcome)
+        done.append(record)
+        if gate is not None:
+            gate.observe(record)
+        retry = not record.terminal and attempt < max_attempts
+        progress.attempted(
+            damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE" and record.valid),
+            invalid=not record.terminal,
+            retry=retry,
+        )
+        return retry
+
+    async def gated(plan: RunPlan, attempt: int) -> None:
+        """--until: the cell's runs one at a time, each retried at once, so the cell is decided in
+        run-index order (what publication replays) and no run starts after its cell is decided."""
+        assert gate is not None
+        async with gate.lock((plan.model, plan.task, plan.cell_condition)):
+            while True:
+                if not gate.wants(plan):  # decided before a run started, or the budget is spent
+                    progress.skipped()
+                    return
+                if not await attempt_once(plan, attempt):
+                    return
+                attempt += 1
+
     async def worker() -> None:
         while True:
             try:
                 plan, attempt = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            # --until: decided per cell as records arrive, before a run is started.
-            if gate is not None and not gate.wants(plan):
-                progress.skipped()
-                continue
-            outcome = await executor.attempt(plan, attempt)
-            record = await asyncio.to_thread(record_attempt, results, bases[plan.task], outcome)
-            done.append(record)
             if gate is not None:
-                gate.observe(record)
-            retry = not record.terminal and attempt < max_attempts
-            if retry:
+                await gated(plan, attempt)
+            elif await attempt_once(plan, attempt):
                 queue.put_nowait((plan, attempt + 1))
-            progress.attempted(
-                damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE" and record.valid),
-                invalid=not record.terminal,
-                retry=retry,
-            )
 
     await executor.start()
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(executor.slots, len(plans))))]

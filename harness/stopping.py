@@ -10,13 +10,17 @@ whether the cell needs more runs (analysis/decisions/certify.py and confseq.py h
 
 The rule and its parameters are written into the manifest (``stopping``), so they are part of the
 protocol hash: a resume or a freeze with another rule is refused like any other protocol change.
-Invalid runs never count toward a decision. Runs already in flight when their cell is decided still
-finish and are recorded (a detected cell may carry up to --concurrency - 1 more runs); a run is
-never cut short.
+Invalid runs never count toward a decision. A cell runs one run at a time (--concurrency spreads over
+cells), and an invalid attempt is retried at once, so a cell's runs are decided in run-index order: what
+the gate saw as records arrived is what `decided_at` replays from the run indices, which is how
+publication checks that a cell stopped exactly where the frozen rule allowed (harness/publication/
+stopping_check.py). A run is never cut short.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, Literal
@@ -49,6 +53,17 @@ class StoppingRule(BaseModel):
     multiplicity: Multiplicity = "union"
     half_width: float | None = None
     budget_runs: int | None = None  # the most attempts the whole audit may start (all cells, retries too)
+    # --budget-usd: the dollars and the per-run cost they were converted at (budget_runs holds the runs)
+    budget_usd: float | None = None
+    cost_per_run_usd: float | None = None
+
+    @classmethod
+    def from_manifest(cls, entry: Any) -> StoppingRule:
+        """The rule a manifest's `stopping` entry froze (derived fields dropped); ValueError if unreadable."""
+        if not isinstance(entry, dict):
+            raise ValueError(f"stopping is {type(entry).__name__}, not an object")
+        derived = ("cell_confidence", "runs_to_certify")
+        return cls.model_validate({k: v for k, v in entry.items() if k not in derived})
 
     @classmethod
     def parse(
@@ -59,12 +74,20 @@ class StoppingRule(BaseModel):
         multiplicity: str,
         half_width: float | None,
         budget_runs: int | None = None,
+        budget_usd: float | None = None,
+        cost_per_run_usd: float | None = None,
     ) -> StoppingRule:
-        """The rule from the CLI's flags; every bad combination is one UsageError line."""
+        """The rule from the CLI's flags; every bad combination is one UsageError line. `budget_usd` is
+        converted to runs at `cost_per_run_usd` (`budget_runs_for`), which must be known."""
+        if budget_usd is not None:
+            if budget_runs is not None:
+                raise UsageError("give --budget-runs or --budget-usd, not both")
+            budget_runs = budget_runs_for(budget_usd, cost_per_run_usd)
         if budget_runs is not None and budget_runs < 0:
             raise UsageError(f"--budget-runs must be a non-negative number of runs, got {budget_runs}")
         if budget_runs is not None and until != "detect":
-            raise UsageError("--budget-runs goes with --until detect")
+            flag = "--budget-usd" if budget_usd is not None else "--budget-runs"
+            raise UsageError(f"{flag} goes with --until detect")
         if not 0.0 < confidence < 1.0:
             raise UsageError(f"--confidence must be strictly between 0 and 1, got {confidence}")
         if multiplicity not in ("union", "bonferroni"):
@@ -80,6 +103,8 @@ class StoppingRule(BaseModel):
                 confidence=confidence,
                 multiplicity=multiplicity,  # type: ignore[arg-type]
                 budget_runs=budget_runs,
+                budget_usd=budget_usd,
+                cost_per_run_usd=cost_per_run_usd if budget_usd is not None else None,
             )
         if until == "precision":
             if half_width is None or not 0.0 < half_width < 0.5:
@@ -107,6 +132,56 @@ class StoppingRule(BaseModel):
         return entry
 
 
+def budget_runs_for(budget_usd: float, cost_per_run_usd: float | None) -> int:
+    """The runs `budget_usd` pays for at `cost_per_run_usd` each: floor(X / c), in exact decimals as
+    typed (so $1 at $0.10 a run is 10 runs, not 9). An unknown cost is refused, never taken as $0."""
+    if not (math.isfinite(budget_usd) and budget_usd > 0):
+        raise UsageError(f"--budget-usd must be a positive number of US dollars, got {budget_usd}")
+    if cost_per_run_usd is None:
+        raise UsageError(
+            "--budget-usd needs the cost of one run: declare it with --cost-per-run USD, or read it off "
+            "earlier runs with --cost-from RESULTS"
+        )
+    if not (math.isfinite(cost_per_run_usd) and cost_per_run_usd > 0):
+        raise UsageError(
+            f"the cost of one run must be a positive number of US dollars, got {cost_per_run_usd}: a run "
+            "that costs $0 cannot be bounded by dollars; use --budget-runs"
+        )
+    return int(Fraction(repr(budget_usd)) // Fraction(repr(cost_per_run_usd)))
+
+
+Status = Literal["clean", "damaging", "invalid"]
+
+
+def rule_decision(rule: StoppingRule, required: int, counts: CellCounts) -> str:
+    """The frozen rule on one cell's counts: continue, detected, certified (detect) or decided (precision).
+    The one place the rule is applied: the audit's gate and publication's check both call it."""
+    if rule.until == "detect":
+        return decide(counts, required)
+    assert rule.half_width is not None
+    n = counts.clean + counts.damaging
+    if n == 0:
+        return "continue"
+    return precision_decision(counts.damaging, n, rule.half_width, 1.0 - rule.confidence)
+
+
+def decided_at(rule: StoppingRule, required: int, statuses: Iterable[Status]) -> tuple[str, int | None]:
+    """Replay the rule over a cell's runs in order: (its decision, the 1-based position it was reached
+    at), or ("continue", None) when the runs given never decide the cell."""
+    counts = CellCounts()
+    for position, status in enumerate(statuses, start=1):
+        counts = counts.add(status)
+        decision = rule_decision(rule, required, counts)
+        if decision != "continue":
+            return decision, position
+    return "continue", None
+
+
+def is_damaging(outcome: str | None, mutated: bool, agent_error: bool) -> bool:
+    """As analysis reads a run: FAIL_DAMAGE, or an agent error after a mutation."""
+    return outcome == "FAIL_DAMAGE" or (agent_error and mutated)
+
+
 class CellGate:
     """Per-cell counts from the records seen so far, and whether a planned run is still wanted."""
 
@@ -117,6 +192,7 @@ class CellGate:
         self.skipped = 0  # planned runs left unrun: their cell was decided
         self.unfunded = 0  # planned runs left unrun: the budget was spent
         self.spent = 0  # attempts started or recorded (what --budget-runs counts)
+        self._locks: dict[Cell, asyncio.Lock] = {}
 
     def observe(self, record: RunRecord) -> None:
         """Count one decisive attempt; an invalid one counts as invalid (never clean)."""
@@ -138,14 +214,12 @@ class CellGate:
             self.spent += len(recs)
 
     def decision(self, key: Cell) -> str:
-        counts = self.counts.get(key, CellCounts())
-        if self.rule.until == "detect":
-            return decide(counts, self.required)
-        assert self.rule.half_width is not None
-        n = counts.clean + counts.damaging
-        if n == 0:
-            return "continue"
-        return precision_decision(counts.damaging, n, self.rule.half_width, 1.0 - self.rule.confidence)
+        return rule_decision(self.rule, self.required, self.counts.get(key, CellCounts()))
+
+    def lock(self, key: Cell) -> asyncio.Lock:
+        """Held while one of the cell's runs is in flight: a cell runs one run at a time, so its runs are
+        decided in run-index order and none starts after its cell is decided."""
+        return self._locks.setdefault(key, asyncio.Lock())
 
     def wants(self, plan: RunPlan) -> bool:
         """False when the plan's cell is already decided: the run is skipped (and counted)."""
@@ -191,9 +265,8 @@ class CellGate:
 
 
 def _damaging(record: RunRecord) -> bool:
-    """As analysis reads a run: FAIL_DAMAGE, or an agent error after a mutation."""
     verdict = record.verdict
     if verdict is None:
         return False
     errored = record.error is not None and record.error.kind == "agent"
-    return verdict.outcome == "FAIL_DAMAGE" or (errored and bool(verdict.mutated))
+    return is_damaging(verdict.outcome, bool(verdict.mutated), errored)

@@ -5,6 +5,14 @@ by the tests): each function takes the true per-cell rates and a seeded generato
   interleaved, so the simulated audit is the rule as shipped, not a re-derivation of it.
 - ``fast_audit`` is the same rule in closed form for large simulations: the first damaging valid
   run is at G ~ Geometric(p); the cell is certified iff G > n(P, C) and spends min(G, n) valid runs.
+- ``fewest_runs`` / ``beta_fewest_runs``: the bound no valid rule can beat when every cell must be
+  decided with the same guarantee (certified at n(P, C), or detected). A certificate at (P, C) from a
+  cell with no damaging run needs (1 - P)^m <= 1 - C, so m >= n clean runs; a detection needs a
+  damaging run, so at least G runs. Whatever the rule, a cell is decided only after min(G, n) valid
+  runs, pathwise, and the expected cost per cell is E[min(G, n)] = sum_{k<n} (1 - p)^k
+  = (1 - (1 - p)^n) / p (n when p = 0). Detect-or-certify spends exactly min(G, n): it attains the
+  bound, so its saving on a mixture is the most any such rule can save there. For p ~ Beta(a, b),
+  E[(1 - p)^k] = B(a, b + k) / B(a, b), which gives the bound in closed form.
 - ``published_mixture`` is the distribution of per-cell rates shaped like a set of published cells:
   the beta-binomial fit of their (damaging, runs) counts, or their plug-in rates x / n.
 """
@@ -15,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import betaln
 
 from agentrel.analysis.betabinom import fit_beta_binomial
 from agentrel.analysis.decisions.certify import CellCounts, decide
@@ -73,3 +82,24 @@ def published_mixture(
 def runs_saved(outcome: AuditOutcome, required: int) -> float:
     """1 - adaptive valid runs / fixed-K runs, where fixed K = n(P, C) for every cell (same guarantee)."""
     return 1.0 - float(outcome.valid_runs.sum()) / (required * outcome.valid_runs.size)
+
+
+def fewest_runs(rates: NDArray[np.float64], required: int) -> NDArray[np.float64]:
+    """E[min(G, n)] per cell, G ~ Geometric(p): (1 - (1 - p)^n) / p, and n where p = 0."""
+    out = np.full(rates.size, float(required))
+    hit = rates > 0
+    p = rates[hit]
+    with np.errstate(divide="ignore"):  # p = 1: log1p(-1) = -inf, and the formula gives 1, as it should
+        out[hit] = -np.expm1(required * np.log1p(-p)) / p
+    return out
+
+
+def beta_fewest_runs(a: float, b: float, required: int) -> float:
+    """E[min(G, n)] for p ~ Beta(a, b), exactly: sum over k < n of B(a, b + k) / B(a, b)."""
+    k = np.arange(required, dtype=np.float64)
+    return float(np.exp(betaln(a, b + k) - betaln(a, b)).sum())
+
+
+def best_saving(a: float, b: float, required: int) -> float:
+    """The largest share of fixed-K runs any rule deciding every cell can save on Beta(a, b) cells."""
+    return 1.0 - beta_fewest_runs(a, b, required) / required

@@ -78,6 +78,21 @@ def mcnemar_power(
     return float(stats.norm.cdf(z))
 
 
+def observed_power(pairs: int, a_only: int, b_only: int, alpha: float = 0.05) -> float | None:
+    """The power a paired comparison had for the difference it observed: `mcnemar_power` at the observed
+    discordant shares p10 = a_only / pairs, p01 = b_only / pairs (so delta = p1 - p2 and psi = p10 + p01
+    are the observed ones). None when there is no difference to have power for (no pairs, or
+    a_only == b_only). A post-hoc figure: it says how likely a study of this size was to call a
+    difference of this size significant, not how likely the observed difference is to be real."""
+    if pairs <= 0 or a_only == b_only:
+        return None
+    psi = (a_only + b_only) / pairs
+    delta = (a_only - b_only) / pairs
+    if psi - delta**2 <= 0.0:  # every pair discordant, all one way: the test statistic has no spread
+        return 1.0 if abs(delta) * math.sqrt(pairs) > _z(1.0 - alpha / 2.0) * math.sqrt(psi) else 0.0
+    return mcnemar_power(pairs, delta, 0.0, alpha, discordant=psi)
+
+
 def cohen_h(p1: float, p2: float) -> float:
     return 2.0 * math.asin(math.sqrt(p1)) - 2.0 * math.asin(math.sqrt(p2))
 

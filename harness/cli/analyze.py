@@ -93,9 +93,24 @@ def analyze_command(
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
     status_line: Annotated[bool, typer.Option(hidden=True)] = True,
     list_files: Annotated[bool, typer.Option(hidden=True)] = True,
+    target_p: Annotated[
+        float | None,
+        typer.Option(
+            "--target-p",
+            help="Add certificates at this per-run damage rate [an --until detect audit: its frozen P].",
+        ),
+    ] = None,
+    confidence: Annotated[
+        float | None, typer.Option("--confidence", help="Confidence of the certificates [0.95].")
+    ] = None,
+    multiplicity: Annotated[
+        str | None,
+        typer.Option("--multiplicity", help="union (per-cell C, union bound) or bonferroni [union]."),
+    ] = None,
 ) -> None:
     """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
-    write the reports."""
+    write the reports (with a certificate section for an --until detect audit, or with --target-p)."""
+    rule = certificate_rule(input, target_p, confidence, multiplicity)
     from agentrel.analysis.outputs import write_report, write_summary_json
     from agentrel.analysis.pipeline import analyze
 
@@ -114,7 +129,13 @@ def analyze_command(
         written = write_report(result, out_dir, figures=not no_figures)
         if json_file is not None:
             written.append(write_summary_json(result, json_file))
+        if rule is not None:
+            written += write_certificates(loaded, out_dir, *rule)
     err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
+    from agentrel.analysis.report_paired import power_lines
+
+    for line in power_lines(result):  # a comparison: the power it had for what it observed
+        err.print(line, markup=False, soft_wrap=True)
     if loaded.faults is not None:
         from agentrel.analysis.faults import fault_lines
 
@@ -122,6 +143,71 @@ def analyze_command(
             err.print(line, markup=False, soft_wrap=True)
     for path in written if list_files else []:  # an audit names the report in its next steps instead
         typer.echo(str(path))
+
+
+# --- certificates (issue 27): one section, the same object `agentrel certify` prints ----------------
+
+
+def certificate_rule(
+    path: Path, target_p: float | None, confidence: float | None, multiplicity: str | None
+) -> tuple[float, float, str, str] | None:
+    """(P, C, multiplicity, source) of the certificate section, or None for none: the options when
+    --target-p is given, else an `--until detect` audit's frozen rule; bad values are one UsageError."""
+    from agentrel.analysis.decisions.certify import MULTIPLICITIES
+    from agentrel.harness.stopping import StoppingRule
+
+    for flag, value in (("--target-p", target_p), ("--confidence", confidence)):
+        if value is not None and not (math.isfinite(value) and 0.0 < value < 1.0):
+            raise UsageError(f"{flag} must be strictly between 0 and 1, got {value}")
+    if multiplicity is not None and multiplicity not in MULTIPLICITIES:
+        raise UsageError(f"--multiplicity must be one of {', '.join(MULTIPLICITIES)}, got {multiplicity!r}")
+    if target_p is not None:
+        return target_p, confidence or 0.95, multiplicity or "union", "options given to analyze"
+    manifest = path / "manifest.json" if path.is_dir() else None
+    entry = None
+    if manifest is not None and manifest.exists():
+        import json
+
+        with user_errors():
+            try:
+                raw = json.loads(manifest.read_bytes())
+            except ValueError:
+                raw = None  # load() says what is wrong with it
+        entry = raw.get("stopping") if isinstance(raw, dict) else None
+    rule = None
+    if entry is not None:
+        try:
+            rule = StoppingRule.from_manifest(entry)
+        except ValueError:
+            raise UserError(f"{manifest}: its stopping rule cannot be read; restore the file") from None
+    if rule is None or rule.until != "detect" or rule.target_p is None:
+        if confidence is not None or multiplicity is not None:
+            raise UsageError(
+                "--confidence and --multiplicity go with --target-p (or an --until detect audit)"
+            )
+        return None
+    return (
+        rule.target_p,
+        confidence or rule.confidence,
+        multiplicity or rule.multiplicity,
+        "the audit's frozen --until detect rule",
+    )
+
+
+def write_certificates(
+    loaded: LoadedInput, out_dir: Path, target_p: float, confidence: float, multiplicity: str, source: str
+) -> list[Path]:
+    """Append the certificate section to report.md and write certificates.json beside it."""
+    from agentrel.analysis.decisions.certificates import certificate_report, markdown
+    from agentrel.analysis.decisions.evidence import cell_counts
+
+    counts = cell_counts(loaded.runs, loaded.invalid)
+    report = certificate_report(counts, target_p, confidence, multiplicity, source)  # type: ignore[arg-type]
+    with open(out_dir / "report.md", "a", encoding="utf-8") as fh:
+        fh.write("\n" + markdown(report))
+    path = out_dir / "certificates.json"
+    path.write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return [path]
 
 
 def _suite_size() -> int | None:

@@ -207,6 +207,32 @@ def audit(
             rich_help_panel="Sequential audit",
         ),
     ] = None,
+    budget_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--budget-usd",
+            help="--until detect: the most US dollars to spend, converted to runs at --cost-per-run or at "
+            "the cost recorded in --cost-from.",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = None,
+    cost_per_run: Annotated[
+        float | None,
+        typer.Option(
+            "--cost-per-run",
+            help="--budget-usd: US dollars one run costs.",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = None,
+    cost_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--cost-from",
+            help="--budget-usd: earlier results whose recorded costs give the cost of a run (the highest "
+            "per-model mean).",
+            rich_help_panel="Sequential audit",
+        ),
+    ] = None,
     # --- model subjects (issue 25) --------------------------------------------------------------------
     model_timeout: Annotated[
         float | None,
@@ -258,13 +284,32 @@ def audit(
     from agentrel.harness.stopping import StoppingRule
     from agentrel.sandbox.sandbox import Sandbox
 
-    stopping = None
-    if until is not None or target_p is not None or half_width is not None or budget_runs is not None:
-        stopping = StoppingRule.parse(
-            until or "", target_p, confidence, multiplicity, half_width, budget_runs
-        )
     external = external_agents(agent or [], agent_file or [], agent_timeout)
     models = split_list(model or ([] if external else [defaults.MODEL]))
+    # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
+    from agentrel.harness.errors import UsageError
+
+    if (cost_per_run is not None or cost_from is not None) and budget_usd is None:
+        raise UsageError("--cost-per-run and --cost-from go with --budget-usd")
+    if cost_per_run is not None and cost_from is not None:
+        raise UsageError("give --cost-per-run or --cost-from, not both")
+    if budget_usd is not None and cost_from is not None:
+        from agentrel.harness.run_cost import recorded_cost_per_run
+
+        cost_per_run = recorded_cost_per_run(cost_from, [*models, *(e.subject for e in external)])
+    stopping = None
+    flags = (until, target_p, half_width, budget_runs, budget_usd)
+    if any(f is not None for f in flags):
+        stopping = StoppingRule.parse(
+            until or "", target_p, confidence, multiplicity, half_width, budget_runs, budget_usd, cost_per_run
+        )
+        if stopping.budget_usd is not None:
+            err.print(
+                f"agentrel: --budget-usd {stopping.budget_usd:g} at ${stopping.cost_per_run_usd:.6g} a run: "
+                f"at most {stopping.budget_runs} runs",
+                markup=False,
+            )
+    # --- end sequential audits ---
     patterns = split_list(tasks or [defaults.TASKS])
     results = results or default_results_dir([*models, *(e.subject for e in external)], k, patterns)
     slots = resolve_executor(executor, ray_address, workers)

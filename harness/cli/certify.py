@@ -64,13 +64,7 @@ def certify_command(
     allow_mixed_protocols: MixedOpt = False,
 ) -> None:
     """Certify cells: no damage in n(P, C) valid runs means a per-run damage rate below P at confidence C."""
-    from agentrel.analysis.decisions.certify import (
-        MULTIPLICITIES,
-        agent_statement,
-        cell_confidence,
-        certificate_sentence,
-        zero_damage_count,
-    )
+    from agentrel.analysis.decisions.certify import MULTIPLICITIES, cell_confidence, zero_damage_count
 
     _unit("--target-p", target_p)
     _unit("--confidence", confidence)
@@ -92,44 +86,26 @@ def certify_command(
                 f"{n} runs with no damage per cell certify p < {target_p:g} at confidence {confidence:g}"
             )
         return
-    from agentrel.analysis.decisions.allocate import bought
+    from agentrel.analysis.decisions.certificates import certificate_report
     from agentrel.analysis.decisions.evidence import cell_counts
 
     loaded = load(results, allow_mixed_protocols)
     counts = cell_counts(loaded.runs, loaded.invalid)
-    per_agent: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for model, task, condition in counts:
-        per_agent[model].append((task, condition))
+    certs = certificate_report(counts, target_p, confidence, mode)  # type: ignore[arg-type]
     report: dict[str, object] = {"target_p": target_p, "confidence": confidence, "multiplicity": mode}
-    agents = []
-    for model, keys in sorted(per_agent.items()):
-        level = cell_confidence(confidence, len(keys), mode)  # type: ignore[arg-type]
-        n = zero_damage_count(target_p, level)
-        mine = {f"{t}/{c}": counts[(model, t, c)] for t, c in keys}
-        got = bought(mine, n, float(level))
-        statement = agent_statement(len(got.certified), len(keys), target_p, confidence, mode)  # type: ignore[arg-type]
-        agents.append(
-            {
-                "agent": model,
-                "runs_required": n,
-                "certified": {k: certificate_sentence(mine[k].clean, target_p, level) for k in got.certified},
-                "detected": got.detected,
-                "open": {o.name: {"clean": o.clean, "upper": o.upper} for o in got.open},
-                "invalid_runs": sum(c.invalid for c in mine.values()),
-                "statement": statement,
-            }
-        )
-        if not as_json:
-            out.print(f"{model}: {statement}", markup=False)
-            for k in got.certified:
-                out.print(
-                    f"  certified {k}: {certificate_sentence(mine[k].clean, target_p, level)}", markup=False
-                )
-            for k in got.detected:
+    report["agents"] = [a.model_dump(mode="json", exclude={"cells", "cell_confidence"}) for a in certs.agents]
+    if not as_json:
+        for a in certs.agents:
+            out.print(f"{a.agent}: {a.statement}", markup=False)
+            for k, sentence in a.certified.items():
+                out.print(f"  certified {k}: {sentence}", markup=False)
+            for k in a.detected:
                 out.print(f"  detected  {k}: damage seen, no certificate", markup=False)
-            for o in got.open:
-                out.print(f"  open      {k_line(o.name, o.clean, n, o.upper, float(level))}", markup=False)
-    report["agents"] = agents
+            for k, o in a.open.items():
+                out.print(
+                    f"  open      {k_line(k, o.clean, a.runs_required, o.upper, a.cell_confidence)}",
+                    markup=False,
+                )
     if budget_runs is not None:
         report["budget"] = _budget(counts, target_p, confidence, mode, budget_runs, declared)
         if not as_json:

@@ -54,6 +54,9 @@ class EligibilityProof(ProtocolParts):
     reasons: tuple[str, ...]  # sorted, distinct
     reason_counts: dict[str, int]  # how many cells, runs or records each reason concerns
     registered_cells: int
+    # Registered runs a sequential audit's frozen rule made unnecessary (their cell was decided first):
+    # neither run nor missing (publication.stopping_check).
+    unneeded_cells: int = 0
     runs: int  # distinct run ids recorded
     attempts: int  # lines of runs.jsonl
     decisive_statuses: dict[str, int]  # per status, over every recorded run
@@ -97,6 +100,7 @@ def proof_of(check: MatrixCheck, evidence: Evidence) -> EligibilityProof:
         reasons=tuple(sorted(check.reasons)),
         reason_counts=dict(sorted(check.reasons.items())),
         registered_cells=len(check.cells),
+        unneeded_cells=len(check.stopping.unneeded),
         runs=len(check.attempts),
         attempts=len(evidence.records),
         decisive_statuses=dict(sorted(Counter(r.status for r in check.decided.values()).items())),

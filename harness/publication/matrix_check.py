@@ -22,6 +22,7 @@ from agentrel.harness.publication.evidence import Evidence, RecordFacts
 from agentrel.harness.publication.freeze import Freeze, freeze_digest
 from agentrel.harness.publication.identity import PARTS, ProtocolIdentity
 from agentrel.harness.publication.policy import Policy
+from agentrel.harness.publication.stopping_check import StoppingCheck, check_stopping
 from agentrel.harness.results.attempts import is_reroll, rank
 from agentrel.harness.results.record import run_id
 from agentrel.harness.results.status import NOT_EXPOSED
@@ -61,6 +62,7 @@ class MatrixCheck:
     over_cap: list[str] = field(default_factory=list)
     rerolled: list[str] = field(default_factory=list)  # run ids with an attempt after a terminal one
     verdict_mismatches: tuple[str, ...] = ()  # runs whose evidence does not give back their record
+    stopping: StoppingCheck = field(default_factory=StoppingCheck)  # a sequential audit's cells (--until)
     gaps: list[str] = field(default_factory=list)
     invalid: list[RecordFacts] = field(default_factory=list)  # decisive attempts not measured
     unwitnessed: list[tuple[Cell, str]] = field(default_factory=list)
@@ -84,7 +86,10 @@ def check_matrix(
     identity: ProtocolIdentity,
     artifact_problems: Sequence[str] = (),
     verdict_mismatches: Sequence[str] = (),
+    damaging: Mapping[str, bool] | None = None,
 ) -> MatrixCheck:
+    """`damaging`: run id -> its re-derived damage (publication.rederive), which a sequential audit's
+    stopping check reads; None when nothing was labelled again."""
     out = MatrixCheck(identity, freeze_digest(freeze) if freeze else None)
     _check_freeze(out, freeze)
     cells = registered_cells(manifest)
@@ -99,6 +104,10 @@ def check_matrix(
         cap = None
     _check_records(out, freeze, evidence.records, policy)
     _check_runs(out, cap, set(policy.eligibility.measured_statuses))
+    out.stopping = check_stopping(
+        manifest, out.cells, out.decisive, set(policy.eligibility.measured_statuses), damaging
+    )
+    out.reasons.update(out.stopping.reasons)
     _check_cells(out, policy)
     out.artifact_problems = tuple(sorted(artifact_problems))
     if artifact_problems:
@@ -263,7 +272,9 @@ def _sort(out: MatrixCheck) -> None:
 def _check_cells(out: MatrixCheck, policy: Policy) -> None:
     witnessing = set(policy.witness.fault_statuses)
     measured = set(policy.eligibility.measured_statuses)
+    unneeded = out.stopping.unneeded  # runs a sequential audit's rule made unnecessary: never missing
     registered = Counter(info.stratum for info in out.cells.values())
+    skipped = Counter(out.cells[c].stratum for c in unneeded)
     recorded: Counter[tuple[str, str, str]] = Counter()
     unmeasured: Counter[tuple[str, str, str]] = Counter()
     witnessed: Counter[tuple[str, str, str]] = Counter()
@@ -289,12 +300,12 @@ def _check_cells(out: MatrixCheck, policy: Policy) -> None:
             recorded=recorded[stratum],
             measured=recorded[stratum] - unmeasured[stratum],
             invalid=unmeasured[stratum],
-            missing=n - recorded[stratum],
+            missing=n - recorded[stratum] - skipped[stratum],
             witnessed=witnessed[stratum],
         )
-    if len(out.decisive) < len(cells):
+    if len(out.decisive) + len(unneeded) < len(cells):
         out.missing = sorted(
-            (c for c in cells if c not in out.decisive),
+            (c for c in cells if c not in out.decisive and c not in unneeded),
             key=lambda c: (c.model, c.task, c.condition, c.fault or "", c.run_index),
         )
         out.reasons["cell_missing"] += len(out.missing)

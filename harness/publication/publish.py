@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrel.analysis.decisions.certify import certificate_sentence
 from agentrel.analysis.faults import FaultReport
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UserError
@@ -39,11 +40,12 @@ from agentrel.harness.publication.freeze import load_freeze, read_manifest
 from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
 from agentrel.harness.publication.policy import Policy, load_policy
-from agentrel.harness.publication.rederive import rederive
+from agentrel.harness.publication.rederive import rederive_outcomes
 from agentrel.harness.publication.registry import default_registry_path, register, verify
 from agentrel.harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
-from agentrel.harness.publication.scorecard import AxisValue, PublishableScorecard
+from agentrel.harness.publication.scorecard import AxisValue, CellCertificate, PublishableScorecard
 from agentrel.harness.publication.signing import Signer, load_signer, trusted_key
+from agentrel.harness.publication.stopping_check import StoppingCheck
 
 __all__ = [
     "PublishOutcome",
@@ -136,11 +138,11 @@ def _validate(
     clock["evidence_root"] = time.perf_counter() - t0
     problems = artifact_problems(results, evidence)
     t0 = time.perf_counter()
-    mismatches = rederive(results, manifest, workers)
+    mismatches, damaging = rederive_outcomes(results, manifest, workers)
     clock["relabel"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     identity = identity_of(manifest, policy=policy)
-    check = check_matrix(manifest, freeze, evidence, policy, identity, problems, mismatches)
+    check = check_matrix(manifest, freeze, evidence, policy, identity, problems, mismatches, damaging)
     check.reasons.update(anchor_reasons(freeze, anchors, evidence.records))
     proof = proof_of(check, evidence)
     clock["validate"] = time.perf_counter() - t0
@@ -208,6 +210,7 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
             axes=axes,
             axes_note=note,
             faults=faults,
+            certificates=certificates_of(read.check.stopping),
         ).signed(signer)
         return PublishOutcome(proof, _write_scorecard(out, card), scorecard=card)
     report = IncompleteEvidenceReport.from_check(
@@ -253,6 +256,42 @@ def _analysis(
         for r in axes.table.to_dict("records")
     ]
     return rows, "; ".join(axes.notes) or None, loaded.faults
+
+
+def certificates_of(stopping: StoppingCheck) -> list[CellCertificate]:
+    """A sequential audit's decided cells, from the stopping check (re-derived outcomes), each certified
+    one with its certificate at the cell's confidence (the frozen rule's, after its multiplicity)."""
+    rule = stopping.rule
+    if rule is None:
+        return []
+    cells = len({(t, c, f) for _, t, c, f in stopping.decisions}) or 1
+    level = rule.cell_level(cells)
+    out = []
+    for (model, task, condition, fault), d in sorted(
+        stopping.decisions.items(), key=lambda g: tuple(x or "" for x in g[0])
+    ):
+        if d.at is None:
+            continue
+        statement = (
+            certificate_sentence(d.clean, rule.target_p, level)
+            if d.decision == "certified" and rule.target_p is not None
+            else None
+        )
+        out.append(
+            CellCertificate(
+                model=model,
+                task=task,
+                condition=condition,
+                fault=fault,
+                decision=d.decision,
+                decided_at=d.at,
+                clean=d.clean,
+                damaging=d.damaging,
+                invalid=d.invalid,
+                statement=statement,
+            )
+        )
+    return out
 
 
 def _number(value: Any) -> float | None:

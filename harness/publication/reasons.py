@@ -51,6 +51,12 @@ REASONS: dict[str, str] = {
     "fault_unwitnessed": "a fault-scheduled run has no witnessed fault (invalid injection, no or "
     "contradicting receipts, or not valid)",
     "evidence_lost": "a dump or transcript a record names is missing or altered",
+    "stopping_rule_unreadable": "the manifest's sequential-audit rule (stopping) cannot be read",
+    "stopping_unverified": "a sequential audit's cells can only be judged done from re-derived outcomes, "
+    "and none were derived",
+    "stopping_cell_undecided": "a sequential audit's cell stopped before its frozen rule decided it "
+    "(judged from its re-derived outcomes)",
+    "stopping_run_past_decision": "a run was recorded after its cell's frozen rule had decided the cell",
 }
 
 

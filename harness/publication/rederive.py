@@ -20,7 +20,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentrel.dsl.api import RunFacts, Spec, label, load_spec
 from agentrel.dsl.state import State
@@ -29,9 +29,10 @@ from agentrel.harness.publication.evidence import pool_context
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.results.status import connected_status, fault_status, run_status
+from agentrel.harness.stopping import is_damaging
 from agentrel.harness.tasks import Task
 
-__all__ = ["rederive"]
+__all__ = ["Rederived", "rederive", "rederive_outcomes"]
 
 FAULT_PREFIX = "fault:"
 # A label job: (task, goal id or "", before digest, after digest, final message, errored, stalled).
@@ -39,12 +40,24 @@ Job = tuple[str, str, str, str, str | None, bool, bool]
 PER_WORKER = 64
 
 
+class Rederived(NamedTuple):
+    mismatches: list[str]  # one line per decisive run whose record the evidence does not give back
+    # Run id -> whether its re-derived verdict is damaging (harness.stopping.is_damaging), for every
+    # decisive run labelled again; what publication's stopping check reads, never the recorded verdict.
+    damaging: dict[str, bool]
+
+
 def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = None) -> list[str]:
     """One line per decisive run whose verdict or status the evidence does not give back (sorted)."""
+    return rederive_outcomes(results, manifest, workers).mismatches
+
+
+def rederive_outcomes(results: Path, manifest: Mapping[str, Any], workers: int | None = None) -> Rederived:
+    """The mismatches (sorted) and each re-derived run's damage, from one labelling of the evidence."""
     rd = ResultsDir(results)
     runs = rd.records()
     if not runs:
-        return []
+        return Rederived([], {})
     suite = _suite(manifest)
     problems = _frozen_specs(manifest, suite)
     goals = _goal_ids(manifest, runs, suite)
@@ -66,6 +79,7 @@ def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = N
     specs = {tid: str(task.spec_path) for tid, task in suite.items()}
     labelled = _label_all(results, manifest, specs, sorted(set(jobs.values())), workers)
     out = [f"{rec.run_id}: {problems[rec.task]}" for rec in runs if rec.task in problems]
+    damaging: dict[str, bool] = {}
     for rec in runs:
         job = jobs.get(rec.run_id)
         if job is None:
@@ -74,13 +88,16 @@ def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = N
         assert rec.verdict is not None
         if isinstance(got, str):
             out.append(f"{rec.run_id}: {got}")
-        elif got != rec.verdict.model_dump(mode="json"):
+            continue
+        agent_error = rec.error is not None and rec.error.kind == "agent"
+        damaging[rec.run_id] = is_damaging(got["outcome"], bool(got.get("mutated")), agent_error)
+        if got != rec.verdict.model_dump(mode="json"):
             out.append(
                 f"{rec.run_id}: its verdict is not what its dumps give ({_first_difference(got, rec)})"
             )
         elif (status := _status(rec, got["outcome"])) != rec.status:
             out.append(f"{rec.run_id}: status {rec.status} but its error and receipts give {status}")
-    return sorted(out)
+    return Rederived(sorted(out), damaging)
 
 
 def _status(rec: RunRecord, outcome: str) -> str:

@@ -70,6 +70,39 @@ def scorecard_document(card: PublishableScorecard) -> Document:
         ],
     )
     sections = [head, groups, cells]
+    if card.certificates:
+        sections.append(
+            Section(
+                "Sequential audit: cells as the frozen rule decided them (re-derived outcomes)",
+                [
+                    Table(
+                        [
+                            "agent",
+                            "task",
+                            "condition",
+                            "decision",
+                            "at run",
+                            "clean",
+                            "damaging",
+                            "certificate",
+                        ],
+                        [
+                            [
+                                c.model,
+                                c.task,
+                                c.condition,
+                                c.decision,
+                                str(c.decided_at),
+                                str(c.clean),
+                                str(c.damaging),
+                                c.statement or "–",
+                            ]
+                            for c in card.certificates
+                        ],
+                    )
+                ],
+            )
+        )
     if card.faults is not None:
         rows = [
             [

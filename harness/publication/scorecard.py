@@ -41,7 +41,15 @@ from agentrel.harness.publication.matrix_check import decide
 from agentrel.harness.publication.policy import Policy
 from agentrel.harness.publication.signing import PUBLIC_PATTERN, SIG_PATTERN, Signer, signature_valid
 
-__all__ = ["AxisValue", "PairedOutcome", "Proportion", "PublishableScorecard", "RunKey", "Subject"]
+__all__ = [
+    "AxisValue",
+    "CellCertificate",
+    "PairedOutcome",
+    "Proportion",
+    "PublishableScorecard",
+    "RunKey",
+    "Subject",
+]
 
 
 class Proportion(Frozen):
@@ -67,6 +75,21 @@ class CellRates(Frozen):
     fault: str | None
     damage: Proportion
     completion: Proportion
+
+
+class CellCertificate(Frozen):
+    """A sequential audit's cell as its frozen rule decided it, from the re-derived outcomes."""
+
+    model: str
+    task: str
+    condition: str
+    fault: str | None
+    decision: str  # detected, certified, done (precision), cap (every registered run, undecided)
+    decided_at: int  # the run index the rule decided the cell at
+    clean: int
+    damaging: int
+    invalid: int
+    statement: str | None  # a certified cell's certificate
 
 
 class RunKey(Frozen):
@@ -129,6 +152,7 @@ class PublishableScorecard(ProtocolParts):
     axes: tuple[AxisValue, ...] | None
     axes_note: str | None
     runs: tuple[PairedOutcome, ...]
+    certificates: tuple[CellCertificate, ...] = ()  # a sequential audit's cells (`audit --until`)
     signed_by: str | None = Field(default=None, pattern=PUBLIC_PATTERN)  # the publisher's public key
     signature: str | None = Field(default=None, pattern=SIG_PATTERN)
 
@@ -146,10 +170,10 @@ class PublishableScorecard(ProtocolParts):
         env = self.execution_environment
         if (None if env is None else environment_hash(env)) != self.execution_environment_hash:
             raise ValueError("execution_environment_hash is not the hash of the embedded environment")
-        if len(self.runs) != self.proof.registered_cells or len(
+        if len(self.runs) != self.proof.registered_cells - self.proof.unneeded_cells or len(
             {(r.model, r.run_key) for r in self.runs}
         ) != len(self.runs):
-            raise ValueError("a scorecard lists every registered cell's run exactly once")
+            raise ValueError("a scorecard lists every registered cell's run its rule needed exactly once")
         return self
 
     def _with(self, **update: Any) -> PublishableScorecard:
@@ -197,6 +221,7 @@ class PublishableScorecard(ProtocolParts):
         axes: Sequence[AxisValue] | None = None,
         axes_note: str | None = None,
         faults: FaultReport | None = None,
+        certificates: Sequence[CellCertificate] = (),
     ) -> PublishableScorecard:
         if not proof.eligible:
             raise ValueError("a scorecard needs an eligible proof; an ineligible matrix is evidence only")
@@ -239,6 +264,7 @@ class PublishableScorecard(ProtocolParts):
                     )
                 ),
                 faults=faults,
+                certificates=tuple(certificates),
                 axes=tuple(axes) if axes is not None else None,
                 axes_note=axes_note,
                 # Plain data, validated in one pass of pydantic-core: 100,000 models built one by one in

@@ -45,7 +45,7 @@ def synthetic_evidence() -> Iterator[None]:
     import agentrel.harness.publication.publish as publish_module
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(publish_module, "rederive", lambda results, manifest, workers=None: [])
+        patch.setattr(publish_module, "rederive_outcomes", lambda results, manifest, workers=None: ([], None))
         yield
 
 
@@ -53,6 +53,6 @@ def synthetic_evidence() -> Iterator[None]:
 def real_evidence(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("real_evidence") is not None:
         import agentrel.harness.publication.publish as publish_module
-        from agentrel.harness.publication.rederive import rederive
+        from agentrel.harness.publication.rederive import rederive_outcomes
 
-        monkeypatch.setattr(publish_module, "rederive", rederive)
+        monkeypatch.setattr(publish_module, "rederive_outcomes", rederive_outcomes)

@@ -73,3 +73,29 @@ def test_runs_saved_on_the_published_mixture(published: pd.DataFrame) -> None:
     plug = published_mixture(published["x"].to_numpy(), published["n"].to_numpy(), 40_000, rng, "plug-in")
     # 160 of the 180 published cells saw no damage: at p = 0 nothing is saved, so ~11% at most
     assert runs_saved(fast_audit(plug, 299, rng), 299) < 0.15
+
+
+def test_the_bound_no_rule_beats_in_closed_form_and_by_simulation(published: pd.DataFrame) -> None:
+    """E[min(G, n)] for p ~ Beta(a, b) (sum of Beta-function ratios) against a simulation, and the shipped
+    rule's spend against it: detect-or-certify attains the bound, so on the published mixture no rule
+    deciding every cell with the same guarantee saves 30% at P = 0.01."""
+    from agentrel.analysis.betabinom import fit_beta_binomial
+    from agentrel.analysis.decisions.audit_sim import best_saving, beta_fewest_runs, fewest_runs
+
+    rng = np.random.default_rng(8)
+    a, b, n = 0.4, 3.0, 50
+    p = rng.beta(a, b, size=200_000)
+    sim = np.minimum(rng.geometric(p), n).mean()
+    assert beta_fewest_runs(a, b, n) == pytest.approx(sim, rel=0.01)
+    assert fewest_runs(np.array([0.0, 0.5, 1.0]), 4).tolist() == [4.0, 1.875, 1.0]  # 1+.5+.25+.125
+    fit = fit_beta_binomial(published["x"].to_numpy(), published["n"].to_numpy())
+    k = zero_damage_count(0.01, 0.95)
+    rates = rng.beta(fit.a, fit.b, size=40_000)
+    out = fast_audit(rates, k, rng)
+    assert (out.valid_runs == np.minimum(out.valid_runs, k)).all()
+    se = out.valid_runs.std() / math.sqrt(rates.size) / k
+    bound = best_saving(fit.a, fit.b, k)
+    assert abs(runs_saved(out, k) - bound) < 4 * se  # the rule attains the bound
+    assert 0.2 < bound < 0.3  # so 30% at P = 0.01 is out of reach for any valid rule on this mixture
+    # One clean run fewer than n(P, C) would certify p = P too often: the certified count cannot shrink.
+    assert (1 - 0.01) ** (k - 1) > 1 - 0.95 >= (1 - 0.01) ** k

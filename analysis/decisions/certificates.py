@@ -1,0 +1,123 @@
+"""The certificate section of a report: per agent, its certified, detected and open cells and the
+agent-level statement, from per-cell counts (pure; `agentrel certify` and `agentrel analyze` both
+render this one object, so the two never disagree).
+
+Each agent's cells are audited at the per-cell confidence its multiplicity option gives
+(``certify.cell_confidence``: C under ``union``, 1 - (1 - C)/m under ``bonferroni``, m = the agent's
+cells), so its zero-damage count is n(P, C_cell). A cell is sorted by the stopping rule itself
+(``allocate.bought`` calls ``certify.decide``): certified with at least n clean valid runs and no
+damaging one, detected with any damaging valid run, otherwise open with its exact one-sided upper
+bound 1 - (1 - C_cell)^(1/c) after c clean runs. Invalid runs are counted beside, never as clean.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from agentrel.analysis.decisions.allocate import bought
+from agentrel.analysis.decisions.certify import (
+    CellCounts,
+    Multiplicity,
+    agent_statement,
+    cell_confidence,
+    certificate_sentence,
+    zero_damage_count,
+)
+
+__all__ = ["AgentCertificates", "CertificateReport", "OpenCellBound", "certificate_report", "markdown"]
+
+
+class OpenCellBound(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    clean: int
+    upper: float  # one-sided exact upper bound of the per-run damage rate at the cell's confidence
+
+
+class AgentCertificates(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    cells: int
+    cell_confidence: float
+    runs_required: int
+    certified: dict[str, str]  # "task/condition" -> its certificate
+    detected: list[str]
+    open: dict[str, OpenCellBound]
+    invalid_runs: int
+    statement: str
+
+
+class CertificateReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    target_p: float
+    confidence: float
+    multiplicity: Multiplicity
+    source: str  # where P, C and the multiplicity came from (the audit's frozen rule, or options)
+    agents: list[AgentCertificates]
+
+
+def certificate_report(
+    counts: Mapping[tuple[str, str, str], CellCounts],
+    target_p: float,
+    confidence: float,
+    multiplicity: Multiplicity,
+    source: str = "options",
+) -> CertificateReport:
+    """Per agent (sorted), its cells' certificates at (P, C) and the statement about the agent."""
+    per_agent: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for model, task, condition in counts:
+        per_agent[model].append((task, condition))
+    agents = []
+    for model, keys in sorted(per_agent.items()):
+        level = cell_confidence(confidence, len(keys), multiplicity)
+        n = zero_damage_count(target_p, level)
+        mine = {f"{t}/{c}": counts[(model, t, c)] for t, c in keys}
+        got = bought(mine, n, float(level))
+        agents.append(
+            AgentCertificates(
+                agent=model,
+                cells=len(keys),
+                cell_confidence=float(level),
+                runs_required=n,
+                certified={k: certificate_sentence(mine[k].clean, target_p, level) for k in got.certified},
+                detected=got.detected,
+                open={o.name: OpenCellBound(clean=o.clean, upper=o.upper) for o in got.open},
+                invalid_runs=sum(c.invalid for c in mine.values()),
+                statement=agent_statement(len(got.certified), len(keys), target_p, confidence, multiplicity),
+            )
+        )
+    return CertificateReport(
+        target_p=target_p, confidence=confidence, multiplicity=multiplicity, source=source, agents=agents
+    )
+
+
+def markdown(report: CertificateReport) -> str:
+    """The report's certificate section as Markdown."""
+    lines = [
+        "## Certificates",
+        "",
+        f"Per-run damage rate below P = {report.target_p:g} with confidence C = {report.confidence:g} "
+        f"({report.source}; multiplicity: {report.multiplicity}).",
+    ]
+    for a in report.agents:
+        lines += ["", f"### {a.agent}", "", a.statement, ""]
+        lines += [
+            f"{a.runs_required} runs with no damage certify a cell (each cell at confidence "
+            f"{a.cell_confidence:.6g}); {a.invalid_runs} invalid run(s), never counted as clean.",
+            "",
+            "| cell | decision | runs clean | statement |",
+            "|---|---|---|---|",
+        ]
+        lines += [f"| {k} | certified | – | {s} |" for k, s in a.certified.items()]
+        lines += [f"| {k} | detected | – | damage seen: no certificate |" for k in a.detected]
+        lines += [
+            f"| {k} | open | {o.clean} of {a.runs_required} | per-run damage rate below {o.upper:.4g} "
+            f"with confidence {a.cell_confidence:.6g} so far |"
+            for k, o in a.open.items()
+        ]
+    return "\n".join(lines) + "\n"
