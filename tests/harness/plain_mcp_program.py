@@ -1,4 +1,4 @@
-"""An external agent program with no MCP library: the contract over plain HTTP, Python's standard library only.
+"""An agent program with no MCP library: the contract over plain HTTP, standard library only.
 
     python -S plain_mcp_program.py PLAN.json
 
