@@ -170,3 +170,40 @@ def test_an_agent_program_runs_on_ray_as_on_the_local_executor(sandbox, tmp_path
     got = {(r.model, r.verdict.outcome if r.verdict else "-") for r in ResultsDir(tmp_path / "ray").records()}
     assert got == {("agent/oracle", "PASS"), ("agent/bad", "FAIL_DAMAGE")}
     assert all(r.status == "valid" and r.connected for r in ResultsDir(tmp_path / "ray").records())
+
+
+def test_until_detect_decides_each_cell_on_ray_as_on_the_local_executor(
+    sandbox, tmp_path, ray_address, slot_homes
+):
+    """`--until detect` with `--executor ray`: records arrive from the actors, the gate decides each cell
+    as they do, and the recorded runs (which, how many, their verdicts) equal the local executor's; a
+    resume on Ray runs nothing more. Cells run one run at a time, so the run index order is the gate's."""
+    from agentrel.harness.stopping import StoppingRule
+
+    rule = StoppingRule.parse("detect", 0.5, 0.9, "union", None)  # certify at 4 clean runs
+
+    def sequential(results: Path, executor=None):  # type: ignore[no-untyped-def]
+        kw = {"executor": executor} if executor is not None else {}
+        return audit(
+            models=["scripted/oracle", "scripted/overreach", "reference/stochastic"],
+            k=16,
+            task_patterns=["csm-goodwill-cap", "itsm-cab-window"],
+            concurrency=2,
+            results=results,
+            sandbox=sandbox,
+            show_progress=False,
+            stopping=rule,
+            **kw,
+        )
+
+    local = sequential(tmp_path / "local")
+    remote = sequential(tmp_path / "ray", executor=Capture(workers=WORKERS, home=slot_homes))
+    assert remote.protocol_hash == local.protocol_hash
+    assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "local")
+    assert remote.gate is not None and local.gate is not None
+    assert remote.gate.certificates() == local.gate.certificates() != []
+    assert remote.gate.skipped == local.gate.skipped > 0  # detected cells stopped early on Ray too
+    oracle = [r for r in ResultsDir(tmp_path / "ray").records() if r.model == "scripted/oracle"]
+    assert len(oracle) == 2 * 4  # each oracle cell certified at exactly n = 4 runs, no more
+    again = sequential(tmp_path / "ray", executor=Capture(workers=WORKERS, home=slot_homes))
+    assert again.new == []
