@@ -20,6 +20,7 @@ from agentrel.harness.cli.sandbox import sandbox_errors
 if TYPE_CHECKING:
     from agentrel.harness.agents.external import ExternalSpec
     from agentrel.harness.results.record import RunRecord
+    from agentrel.harness.stopping import StoppingRule
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -220,7 +221,7 @@ def audit(
         float | None,
         typer.Option(
             "--cost-per-run",
-            help="--budget-usd: US dollars one run costs.",
+            help="--budget-usd (or a draft --plan's dollars): US dollars one run costs.",
             rich_help_panel="Sequential audit",
         ),
     ] = None,
@@ -289,11 +290,13 @@ def audit(
     # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
     from agentrel.harness.errors import UsageError
 
-    if (cost_per_run is not None or cost_from is not None) and budget_usd is None:
-        raise UsageError("--cost-per-run and --cost-from go with --budget-usd")
+    if (cost_per_run is not None or cost_from is not None) and budget_usd is None and not plan:
+        raise UsageError("--cost-per-run and --cost-from go with --budget-usd (or a draft --plan)")
     if cost_per_run is not None and cost_from is not None:
         raise UsageError("give --cost-per-run or --cost-from, not both")
-    if budget_usd is not None and cost_from is not None:
+    if cost_per_run is not None and budget_usd is None and not (0 < cost_per_run < float("inf")):
+        raise UsageError(f"--cost-per-run must be a positive number of US dollars, got {cost_per_run}")
+    if cost_from is not None:
         from agentrel.harness.run_cost import recorded_cost_per_run
 
         cost_per_run = recorded_cost_per_run(cost_from, [*models, *(e.subject for e in external)])
@@ -352,6 +355,8 @@ def audit(
             f"planned: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
             f"{outcome.planned} run(s) preregistered, none run"
         )
+        if stopping is not None:
+            out.print(sequential_plan_line(stopping, outcome.planned, cost_per_run), markup=False)
         return
     (err if as_json else out).print(
         f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
@@ -396,6 +401,18 @@ def audit(
             f"incomplete: its rates are evidence, not scores{skipped}"
         )
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def sequential_plan_line(rule: StoppingRule, planned: int, cost_per_run: float | None) -> str:
+    """What a draft sequential audit may spend at most: every preregistered run (each cell to its cap)
+    unless a budget caps it, and its dollars when the cost of a run is known (--cost-per-run/--cost-from)."""
+    most = planned if rule.budget_runs is None else min(planned, rule.budget_runs)
+    stop = "its first damage or its certificate" if rule.until == "detect" else "its half-width"
+    retries = "the budget counts retries too" if rule.budget_runs is not None else "retries come on top"
+    line = f"at most {most} run(s) (a cell stops at {stop}; {retries})"
+    if cost_per_run is not None:
+        return line + f", at most ${most * cost_per_run:,.2f} at ${cost_per_run:.6g} a run"
+    return line + "; give --cost-per-run USD or --cost-from RESULTS to see it in dollars"
 
 
 # --- external agent programs (`--agent`, `--agent-file`, `--agent-timeout`) ---

@@ -102,6 +102,7 @@ def test_an_unknown_recorded_cost_is_refused_not_taken_as_zero(recorded, tmp_pat
         (["--budget-usd", "5", "--cost-per-run", "0"], "cannot be bounded by dollars"),
         (["--budget-usd", "5", "--budget-runs", "3", "--cost-per-run", "1"], "not both"),
         (["--cost-per-run", "0.1"], "--cost-per-run and --cost-from go with --budget-usd"),
+        (["--plan", "--cost-per-run", "-0.1"], "--cost-per-run must be a positive number"),
         (["--budget-usd", "5", "--cost-from", "nowhere"], "--cost-from nowhere: no runs.jsonl there"),
     ],
 )
@@ -147,3 +148,18 @@ def test_audit_cli_refuses_unknown_recorded_costs(recorded, tmp_path, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1 and "have no cost (unknown, not $0)" in err[0]
     assert len((earlier / "runs.jsonl").read_text().splitlines()) == 3  # the earlier results untouched
+
+
+def test_a_draft_plan_says_the_most_runs_and_dollars_it_may_spend(sandbox) -> None:
+    """The most a sequential audit can cost is known before any run: every preregistered run, unless a
+    budget caps it, times the declared cost of one (the cost is shown, never put in the protocol)."""
+    from agentrel.harness.cli.audit import sequential_plan_line
+    from agentrel.harness.stopping import StoppingRule
+
+    rule = StoppingRule.parse("detect", 0.05, 0.95, "union", None)
+    assert sequential_plan_line(rule, 590, 0.02).startswith("at most 590 run(s)")
+    assert sequential_plan_line(rule, 590, 0.02).endswith("at most $11.80 at $0.02 a run")
+    assert "--cost-per-run" in sequential_plan_line(rule, 590, None)
+    capped = StoppingRule.parse("detect", 0.05, 0.95, "union", None, budget_runs=100)
+    assert sequential_plan_line(capped, 590, 0.5).startswith("at most 100 run(s)")
+    assert "the budget counts retries too" in sequential_plan_line(capped, 590, 0.5)
