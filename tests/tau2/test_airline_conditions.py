@@ -110,6 +110,15 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(airline, tmp_path
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["environment"]["name"] == "tau2-airline"
     assert manifest["injection_catalogue_digest"] == load_catalogue().digest
+    # Publication re-derives each verdict with the goal the seed draws, from the recorded environment's
+    # catalogue, even in a process on another environment (analyze and publish take no --env).
+    from agentrel.harness.publication.rederive import rederive
+
+    registry.select(registry.DEFAULT)
+    try:
+        assert rederive(tmp_path / "r", manifest, workers=1) == []
+    finally:
+        registry.select("tau2-airline")
 
 
 def test_a_task_no_goal_can_reach_is_left_out_of_the_attack(airline, tmp_path):
