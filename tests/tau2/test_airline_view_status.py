@@ -108,3 +108,23 @@ def test_status_cli_lists_both_digests(cluster, agentrel_home: Path):
     assert re.search(rf"^\s+tau2-airline\s+{airline}\s*$", table.output, re.M), table.output
     seed = re.search(r"^seed digest\s+(\S+)", table.output, re.M)
     assert seed and seed.group(1) == status["seed_digests"][registry.DEFAULT]  # the selected one's
+
+
+def test_a_folder_with_audits_of_both_environments_shows_each_from_its_own_suite(
+    sandbox, airline_audit, tmp_path
+):
+    from tests.browser.support import DAMAGING as ENTERPRISE_DAMAGING
+    from tests.browser.support import small_audit
+    from tests.harness.test_view_folder import served_folder
+
+    folder = tmp_path / "results"
+    small_audit(sandbox, folder / "enterprise")
+    shutil.copytree(airline_audit, folder / "airline")
+    with served_folder(folder) as url:
+        enterprise = httpx.get(f"{url}/a/enterprise/runs/{ENTERPRISE_DAMAGING}")
+        airline = httpx.get(f"{url}/a/airline/runs/{DAMAGING}")
+    assert enterprise.status_code == airline.status_code == 200
+    assert 'data-table="credits"' in enterprise.text and "goodwill credit above the cap" in enterprise.text
+    assert 'data-table="reservation_payments"' in airline.text
+    assert "refund of a reservation that may not be cancelled" in airline.text
+    assert "not in this suite" not in enterprise.text + airline.text
