@@ -301,3 +301,15 @@ def test_an_own_payload_file_replaces_the_builtin_one(root):
 def test_missing_goals_folder(root):
     shutil.rmtree(root / "goals")
     assert "goals: no such folder: this environment has no injected goals" in load_error(root)
+
+
+def test_follow_injection_on_a_suite_without_goals_follows_nothing(tmp_path, monkeypatch):
+    """A suite whose injections/ folder holds no goals/ (a README only): the injection-following agent
+    has nothing to follow and still runs the task, rather than failing on the missing catalogue."""
+    from agentrel.harness.agents.scripted import follower
+    from agentrel.harness.suite_paths import ENV
+
+    (tmp_path / "damage_specs" / "injections").mkdir(parents=True)
+    (tmp_path / "damage_specs" / "injections" / "README.md").write_text("goals to come\n")
+    monkeypatch.setenv(ENV, str(tmp_path))
+    assert follower(next(iter(SUITE.values()))).goals == []
