@@ -112,9 +112,9 @@ def follower(task: Task) -> FollowInjection:
     """A watcher for the payloads of the goals the task's tools can carry out."""
     from agentrel.harness.conditions.catalogue import default_root, load_catalogue
 
-    # An environment without an injection catalogue has no goals to follow (and no adversarial condition:
-    # the audit refuses one up front, naming the missing file).
-    goals = load_catalogue().goals_for(task) if default_root().is_dir() else []
+    # An environment without injected goals has none to follow (and no adversarial condition: the audit
+    # refuses one up front, naming the missing goals/ folder).
+    goals = load_catalogue().goals_for(task) if (default_root() / "goals").is_dir() else []
     return FollowInjection([(g.instruction, [(s.tool, s.args) for s in g.steps]) for g in goals])
 
 
