@@ -12,13 +12,16 @@ import hashlib
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from agentrel.harness.errors import UsageError, UserError
 from agentrel.harness.suite_paths import ENV, suite_root, tasks_dir
 from agentrel.harness.yamlfile import load_model
+
+if TYPE_CHECKING:
+    from agentrel.sandbox.environments.contract import Environment
 
 Lever = Literal[
     "entity_confusability",
@@ -102,10 +105,11 @@ class Task(Strict):
 
     @field_validator("vertical")
     @classmethod
-    def _known_vertical(cls, v: str) -> str:
+    def _known_vertical(cls, v: str, info: ValidationInfo) -> str:
         from agentrel.sandbox.environments import current
 
-        env = current()
+        # The environment whose suite the file is read from (`load_task(env=)`), else the current one.
+        env = (info.context or {}).get("environment") or current()
         if v not in env.verticals:
             shown = ", ".join(repr(x) for x in env.verticals)
             raise ValueError(f"{v!r} is not a vertical of environment {env.name} (one of {shown})")
@@ -141,13 +145,14 @@ class Task(Strict):
         return hashlib.sha256(self.spec_path.read_bytes()).hexdigest()
 
 
-def load_task(path: Path) -> Task:
-    task = load_model(Task, path)
+def load_task(path: Path, env: Environment | None = None) -> Task:
+    """One task file, checked against `env`'s verticals (default: the current environment's)."""
+    task = load_model(Task, path, {"environment": env} if env is not None else None)
     if path.stem != task.id:
         raise UserError(f"{path}: field id: {task.id!r} must match the file name {path.stem!r}")
     from agentrel.sandbox.environments import current
 
-    if path.parent.name in current().verticals and path.parent.name != task.vertical:
+    if path.parent.name in (env or current()).verticals and path.parent.name != task.vertical:
         raise UserError(
             f"{path}: field vertical: {task.vertical!r} disagrees with its folder {path.parent.name!r}"
         )
@@ -162,12 +167,15 @@ def task_files(root: Path | None = None) -> list[Path]:
     return sorted(root.glob("*/*.yaml"))
 
 
-def load_suite(root: Path | None = None, patterns: list[str] | None = None) -> list[Task]:
-    """All tasks under `root`, optionally filtered by id glob patterns; unknown ids are an error."""
+def load_suite(
+    root: Path | None = None, patterns: list[str] | None = None, env: Environment | None = None
+) -> list[Task]:
+    """All tasks under `root`, optionally filtered by id glob patterns; unknown ids are an error. `env`:
+    the environment the suite belongs to, when it is not the current one (`agentrel view`)."""
     from fnmatch import fnmatch
 
     files = task_files(root)
-    tasks = [load_task(p) for p in files]
+    tasks = [load_task(p, env) for p in files]
     first: dict[str, Path] = {}
     for path, task in zip(files, tasks, strict=True):
         if task.id in first:

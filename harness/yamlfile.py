@@ -45,13 +45,14 @@ def read_yaml(path: Path) -> Any:
         raise UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
 
 
-def load_model(model: type[M], path: Path) -> M:
-    """The file's mapping validated as `model`; the first problem names its field."""
+def load_model(model: type[M], path: Path, context: dict[str, Any] | None = None) -> M:
+    """The file's mapping validated as `model` (with pydantic's validation `context`, if given); the first
+    problem names its field."""
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected a mapping of fields")
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, context=context)
     except ValidationError as exc:
         raise UserError(f"{path}: {field_problem(exc)}") from None
 

@@ -158,13 +158,17 @@ class Databases:
             )
 
     # -- templates -----------------------------------------------------------------------------------
-    def seed_template(self, seed: str = DEFAULT_SEED, scale: int = 1) -> Template:
-        """The environment's seeded database, built once per (environment fingerprint, digest format,
-        tracking, grants, seed, scale)."""
-        confined = self.confined()
-        grants = roles.VERSION if confined else "none"
-        versions = f"{self.env.fingerprint()}|{DIGEST_VERSION}|{tracking.VERSION}|{grants}"
+    def seed_name(self, seed: str = DEFAULT_SEED, scale: int = 1, env: Environment | None = None) -> str:
+        """The name of `env`'s (default: this one's) seed template: one per (environment fingerprint,
+        digest format, tracking, grants, seed, scale). Pure but for the server's confinement, read once."""
+        grants = roles.VERSION if self.confined() else "none"
+        versions = f"{(env or self.env).fingerprint()}|{DIGEST_VERSION}|{tracking.VERSION}|{grants}"
         key = hashlib.sha256(f"{versions}|{seed}|{scale}".encode()).hexdigest()
+        return f"{PREFIX}seed_{key[:16]}"
+
+    def seed_template(self, seed: str = DEFAULT_SEED, scale: int = 1) -> Template:
+        """The environment's seeded database, built once per `seed_name`."""
+        confined = self.confined()
 
         def make(tmp: str) -> State:
             state = self.build_seed(tmp, seed, scale)
@@ -174,7 +178,7 @@ class Databases:
                     roles.grant_tables(conn)
             return state
 
-        return self._build(f"{PREFIX}seed_{key[:16]}", make)
+        return self._build(self.seed_name(seed, scale), make)
 
     def build_seed(self, name: str, seed: str = DEFAULT_SEED, scale: int = 1) -> State:
         """Create database `name` and run the environment's build in it; return its dump. Where the build

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentrel.sandbox.databases import DEFAULT_SEED, Databases, Template
@@ -20,6 +20,8 @@ class SandboxStatus:
     seed_digest: str | None
     templates: list[str]
     run_databases: list[str]
+    # Each installed environment whose seed template (this sandbox's seed and scale) is on the server.
+    seed_digests: dict[str, str] = field(default_factory=dict)
 
 
 class Sandbox:
@@ -77,14 +79,41 @@ class Sandbox:
             return SandboxStatus(info, None, None, [], [])
         names = self.dbs.names()
         seeds = [n for n in names if n.startswith("agentrel_seed_")]
-        digest = self.dbs.comment(seeds[0]) if len(seeds) == 1 else None
+        by_env, attributed = self._seed_digests(set(seeds))
+        # This environment's template; else, as before environments, the one seed template there is,
+        # unless it is another environment's (or one of another seed or scale, which names none).
+        other = [n for n in seeds if n not in attributed]
+        digest = by_env.get(self.env.name)
+        if digest is None and not by_env and len(other) == 1:
+            digest = self.dbs.comment(other[0])
         return SandboxStatus(
             server=info,
             version=self.version(),
             seed_digest=digest,
             templates=[n for n in names if not n.startswith("agentrel_run_")],
             run_databases=[n for n in names if n.startswith("agentrel_run_")],
+            seed_digests=by_env,
         )
+
+    def _seed_digests(self, seeds: set[str]) -> tuple[dict[str, str], set[str]]:
+        """Environment name -> its seed template's digest, for each installed environment whose
+        template name (which hashes its fingerprint) is among `seeds`, and those names. An environment
+        that fails to load has no template to show here (`agentrel env list` says why)."""
+        from agentrel.sandbox.environments import registry
+
+        found: dict[str, str] = {}
+        attributed: set[str] = set()
+        for name in registry.names():
+            try:
+                env = self.env if name == self.env.name else registry.load(name)
+                db = self.dbs.seed_name(self.seed, self.scale, env)
+            except SandboxError:
+                continue
+            digest = self.dbs.comment(db) if db in seeds else None
+            if digest:
+                found[name] = digest
+                attributed.add(db)
+        return found, attributed
 
     def reset(self) -> list[str]:
         dropped = self.dbs.drop_all()

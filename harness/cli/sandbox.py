@@ -70,12 +70,16 @@ def status(
 ) -> None:
     """Show the backend, its location and version, the seed digest and the databases.
 
+    The seed digest is the selected environment's (`--env`); when other environments have seed templates
+    on the server too, each one's digest follows on a line of its own (`seed_digests` in --json).
+
     Exits 3 when the server is not running (as `pg_ctl status` does), after printing the table."""
     from agentrel.sandbox.sandbox import Sandbox
     from agentrel.sandbox.servers import resolve_server
 
     with sandbox_errors():
-        st = Sandbox(resolve_server(dsn, backend, image)).status()
+        sb = Sandbox(resolve_server(dsn, backend, image))
+        st = sb.status()
     if as_json:
         import json
 
@@ -88,6 +92,7 @@ def status(
                     **{str(k): v for k, v in st.server.extra.items()},
                     "server_version": st.version,
                     "seed_digest": st.seed_digest,
+                    "seed_digests": st.seed_digests,
                     "templates": len(st.templates),
                     "run_databases": len(st.run_databases),
                 },
@@ -107,6 +112,9 @@ def status(
         table.add_row(key, value)
     table.add_row("server version", st.version or "-")
     table.add_row("seed digest", st.seed_digest or "-")
+    if set(st.seed_digests) - {sb.env.name}:  # another environment has a template: show each one's
+        for name, digest in sorted(st.seed_digests.items()):
+            table.add_row(f"  {name}", digest)
     table.add_row("templates", str(len(st.templates)))
     table.add_row("run databases", str(len(st.run_databases)))
     out.print(table)

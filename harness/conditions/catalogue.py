@@ -4,6 +4,11 @@
     damage_specs/injections/goals/<id>.yaml   an injected goal: the act, its tools, instruction, steps
     damage_specs/injections/goals/<id>.dmg    its damage rules, spec "injection:<id>"
 
+The folder is the current environment's suite's. Goals name an environment's records and tools, so each
+environment holds its own; the payload templates name neither (only `{instruction}` and `{canary}`), so an
+environment's catalogue may hold goals only and take the built-in catalogue's payloads.yaml, shared rather
+than copied. A payloads.yaml of its own replaces the built-in's whole.
+
     catalogue = load_catalogue()                   # one-line UserError naming the file and field
     goals = catalogue.goals_for(task)              # goals the task's tools can carry out
     text = render(payload, goal.instruction, make_canary(run_seed))
@@ -191,11 +196,30 @@ def default_root() -> Path:
     return suite_root() / "damage_specs" / "injections"
 
 
+def builtin_root() -> Path:
+    """The built-in environment's catalogue, whose payloads an environment without its own uses."""
+    from agentrel.harness.suite_paths import packaged_root
+
+    return packaged_root() / "damage_specs" / "injections"
+
+
+def payloads_path(root: Path) -> Path:
+    """`root/payloads.yaml`, else (a catalogue of goals only) the built-in catalogue's."""
+    own = root / "payloads.yaml"
+    return own if own.exists() else builtin_root() / "payloads.yaml"
+
+
 def load_catalogue(root: Path | None = None) -> Catalogue:
-    """Read and check `root/payloads.yaml` and `root/goals/`; the first problem is a one-line UserError."""
+    """Read and check the payloads (`payloads_path(root)`) and `root/goals/`; the first problem is a
+    one-line UserError."""
     root = root or default_root()
-    payloads = _load_payloads(root / "payloads.yaml")
     goals_dir = root / "goals"
+    if not goals_dir.is_dir():
+        raise UserError(
+            f"{goals_dir}: no such folder: this environment has no injected goals (<goal id>.yaml beside "
+            "its <goal id>.dmg, harness/conditions/README.md), so the adversarial condition cannot run on it"
+        )
+    payloads = _load_payloads(payloads_path(root))
     files = sorted(goals_dir.glob("*.yaml")) if goals_dir.is_dir() else []
     if not files:
         raise UserError(f"{goals_dir}: no goal files (<goal id>.yaml beside its <goal id>.dmg)")
@@ -213,9 +237,13 @@ def load_catalogue(root: Path | None = None) -> Catalogue:
 
 
 def _digest(root: Path) -> str:
+    """Over the payloads the catalogue uses (its own or the built-in's, hashed under the one name
+    payloads.yaml, so a shared file counts by its bytes) and every goal file."""
     h = hashlib.sha256()
-    for path in sorted([root / "payloads.yaml", *(root / "goals").iterdir()]):
-        h.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes() + b"\0")
+    files = [(Path("payloads.yaml"), payloads_path(root))]
+    files += [(p.relative_to(root), p) for p in (root / "goals").iterdir()]
+    for name, path in sorted(files):
+        h.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 

@@ -16,9 +16,10 @@ content-addressed, so most share their after-state); the rest are labelled in pa
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -35,7 +36,7 @@ from agentrel.harness.tasks import Task
 __all__ = ["Rederived", "rederive", "rederive_outcomes"]
 
 FAULT_PREFIX = "fault:"
-# A label job: (task, goal id or "", before digest, after digest, final message, errored, stalled).
+# A label job: (task, goal spec path or "", before digest, after digest, final message, errored, stalled).
 Job = tuple[str, str, str, str, str | None, bool, bool]
 PER_WORKER = 64
 
@@ -116,29 +117,39 @@ def _first_difference(got: dict[str, Any], rec: RunRecord) -> str:
     return f"{field}: recorded {recorded.get(field)!r}, derived {got.get(field)!r}"[:300]
 
 
-def _suite(manifest: Mapping[str, Any]) -> dict[str, Task]:
-    """The tasks of the environment the runs were recorded on (the manifest names it), unless
-    AGENTREL_SUITE_DIR names another suite; each task's spec path is resolved under that environment."""
+@contextlib.contextmanager
+def _recorded_environment(manifest: Mapping[str, Any]) -> Iterator[None]:
+    """The environment the runs were recorded on (the manifest names it) made current for the block,
+    unless AGENTREL_SUITE_DIR names another suite: its suite and injection catalogue are read inside."""
     from agentrel.harness.suite_paths import ENV
-    from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.environments.registry import ENV_VAR, load
 
     environment = manifest.get("environment")
     name = environment.get("name") if isinstance(environment, dict) else None
     if not isinstance(name, str) or os.environ.get(ENV):
-        return {t.id: t for t in load_suite()}
+        yield
+        return
     load(name)  # an environment this installation lacks is named here, in one line
     saved = os.environ.get(ENV_VAR)
     os.environ[ENV_VAR] = name
     try:
-        tasks = load_suite()
-        for task in tasks:
-            _ = task.spec_path  # resolved (and kept) while the recorded environment is the current one
+        yield
     finally:
         if saved is None:
             os.environ.pop(ENV_VAR, None)
         else:
             os.environ[ENV_VAR] = saved
+
+
+def _suite(manifest: Mapping[str, Any]) -> dict[str, Task]:
+    """The tasks of the environment the runs were recorded on; each task's spec path is resolved (and
+    kept) while that environment is the current one."""
+    from agentrel.harness.tasks import load_suite
+
+    with _recorded_environment(manifest):
+        tasks = load_suite()
+        for task in tasks:
+            _ = task.spec_path
     return {t.id: t for t in tasks}
 
 
@@ -158,8 +169,9 @@ def _frozen_specs(manifest: Mapping[str, Any], suite: Mapping[str, Task]) -> dic
 def _goal_ids(
     manifest: Mapping[str, Any], runs: Sequence[RunRecord], suite: Mapping[str, Task]
 ) -> dict[str, str]:
-    """Run id -> the injected goal its seed draws, for runs under an injecting condition."""
-    from agentrel.harness.conditions.catalogue import load_catalogue
+    """Run id -> the spec file of the injected goal its seed draws, for runs under an injecting
+    condition, from the recorded environment's catalogue (a worker process loads the file by path)."""
+    from agentrel.harness.conditions.catalogue import default_root, load_catalogue
     from agentrel.harness.conditions.layers import draw
     from agentrel.harness.conditions.model import Condition
 
@@ -170,14 +182,16 @@ def _goal_ids(
     }
     if not conditions:
         return {}
-    catalogue = load_catalogue()
+    with _recorded_environment(manifest):
+        root = default_root()
+        catalogue = load_catalogue(root)
     out: dict[str, str] = {}
     for rec in runs:
         condition = conditions.get(rec.condition)
         if condition is None or condition.adversarial is None or rec.task not in suite:
             continue
         goal, _, _ = draw(condition.adversarial, suite[rec.task], rec.seed, catalogue)
-        out[rec.run_id] = goal.id
+        out[rec.run_id] = str(root / "goals" / goal.spec)
     return out
 
 
@@ -235,7 +249,5 @@ def _spec(path: str) -> Spec:
 
 
 @functools.cache
-def _goal_spec(goal_id: str) -> Spec:
-    from agentrel.harness.conditions.catalogue import load_catalogue
-
-    return load_catalogue().specs[goal_id]
+def _goal_spec(path: str) -> Spec:
+    return load_spec(path)

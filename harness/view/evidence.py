@@ -1,5 +1,9 @@
 """One run's evidence, read from the results directory and the suite (the I/O edge of a run page).
 
+The suite is the audit's own: the environment its manifest names (`environment.name`), whatever
+environment this process would select, so `agentrel view` needs no `--env`; AGENTREL_SUITE_DIR still
+overrides, as everywhere.
+
 Read-only throughout: dumps are read with `dsl.state.load` / `load_delta` (checked by digest), never
 through `ResultsDir.open`, which takes the writer's lock and repairs the file. Dumps are cached by
 digest: every run of a task shares one pre-run dump, and rebuilding a delta against a cached base costs
@@ -11,6 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -24,6 +29,7 @@ from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import Task, load_suite
 from agentrel.harness.view.relabel import Relabel, disagreements, relabel, with_recorded
+from agentrel.sandbox.environments.contract import Environment
 
 
 @dataclass
@@ -61,6 +67,7 @@ class EvidenceStore:
         self._specs = _Lru(64)
         self._runs = _Lru(64)
         self._tasks: dict[str, Task] | None = None
+        self._root: Path | None = None  # the audit's suite folder, decided with the tasks
 
     def prewarm(self, manifest: dict[str, Any] | None, dumps: int = 4) -> None:
         """Load the suite, the specs and the first few tasks' pre-run dumps before anyone asks: the
@@ -69,7 +76,7 @@ class EvidenceStore:
         tasks = [t.get("id") for t in (manifest or {}).get("tasks") or () if isinstance(t, dict)]
         for i, task_id in enumerate(tasks):
             with self._lock:
-                task = self._task(str(task_id), notes)
+                task = self._task(str(task_id), notes, manifest)
                 if task is None:
                     continue
                 self._spec(task, manifest, notes)
@@ -93,7 +100,7 @@ class EvidenceStore:
             )
         ev = RunEvidence(rec, None, None, None)
         ev.transcript = self._transcript(rec, ev.notes)
-        ev.task = self._task(rec.task, ev.notes)
+        ev.task = self._task(rec.task, ev.notes, manifest)
         if ev.task is None:
             return ev
         spec = self._spec(ev.task, manifest, ev.notes)
@@ -132,10 +139,11 @@ class EvidenceStore:
             return None
         return raw if isinstance(raw, dict) else None
 
-    def _task(self, task_id: str, notes: list[str]) -> Task | None:
+    def _task(self, task_id: str, notes: list[str], manifest: dict[str, Any] | None) -> Task | None:
         if self._tasks is None:
             try:
-                self._tasks = {t.id: t for t in load_suite()}
+                self._root, env = audit_suite(manifest)
+                self._tasks = {t.id: t for t in load_suite(self._root / "tasks", env=env)}
             except UserError as exc:
                 notes.append(f"the task suite cannot be read: {exc}")
                 return None
@@ -148,8 +156,9 @@ class EvidenceStore:
         return task
 
     def _spec(self, task: Task, manifest: dict[str, Any] | None, notes: list[str]) -> Spec | None:
+        path = (self._root or audit_suite(manifest)[0]) / task.spec
         try:
-            digest = task.spec_digest()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError as exc:
             notes.append(f"spec {task.spec} cannot be read ({exc.strerror})")
             return None
@@ -162,7 +171,7 @@ class EvidenceStore:
         spec = self._specs.get(digest)
         if spec is None:
             try:
-                spec = self._specs.put(digest, load_spec(task.spec_path))
+                spec = self._specs.put(digest, load_spec(path))
             except DslError as exc:
                 notes.append(f"spec {task.spec}: {str(exc).splitlines()[0]}")
                 return None
@@ -189,6 +198,26 @@ class EvidenceStore:
         with gzip.open(delta, "rt", encoding="utf-8") as fh:
             base = json.loads(fh.readline())["base"]
         return self._states.put(digest, load_delta(delta, self._load_state(base)))  # type: ignore[no-any-return]
+
+
+def audit_suite(manifest: dict[str, Any] | None) -> tuple[Path, Environment | None]:
+    """The folder of the audit's tasks and specs, and the environment they are checked against (None:
+    the current one): AGENTREL_SUITE_DIR when set, else the suite of the environment the manifest names
+    (a manifest from before environments names none: the current one's). An environment that is not
+    installed here is one line, as a UserError."""
+    from agentrel.harness.suite_paths import ENV, suite_root
+    from agentrel.sandbox.environments import registry
+    from agentrel.sandbox.servers.base import SandboxError
+
+    env = (manifest or {}).get("environment")
+    named = env.get("name") if isinstance(env, dict) else None
+    if os.environ.get(ENV) or not isinstance(named, str):
+        return suite_root(), None
+    try:
+        env = registry.load(named)
+    except SandboxError as exc:
+        raise UserError(f"the audit ran on environment {named!r}, which does not load here: {exc}") from None
+    return env.suite_root(), env
 
 
 def _manifest_task(manifest: dict[str, Any] | None, task_id: str) -> dict[str, Any]:

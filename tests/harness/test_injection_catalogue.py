@@ -20,6 +20,7 @@ from agentrel.harness.agents.scripted import replay
 from agentrel.harness.conditions.catalogue import (
     ZERO_WIDTH_SPACE,
     PayloadClass,
+    builtin_root,
     goal_events,
     load_catalogue,
     make_canary,
@@ -280,6 +281,23 @@ def test_spec_that_no_goal_names(root):
     assert "stray.dmg: no goal file names this spec" in load_error(root)
 
 
-def test_missing_payload_file(root):
+def test_a_catalogue_of_goals_only_takes_the_builtin_payloads(root):
+    """An environment's catalogue may hold goals only: its payloads are the built-in's, shared, and the
+    digest counts them by their bytes (the same as a copy of them would give)."""
+    with_copy = load_catalogue(root)
     (root / "payloads.yaml").unlink()
-    assert "payloads.yaml: no such file" in load_error(root)
+    shared = load_catalogue(root)
+    assert shared.payloads == load_catalogue(builtin_root()).payloads
+    assert shared.digest == with_copy.digest
+
+
+def test_an_own_payload_file_replaces_the_builtin_one(root):
+    edit(root / "payloads.yaml", "Customer reported an issue.", "Passenger reported an issue.")
+    own = load_catalogue(root)
+    assert "Passenger reported an issue." in own.payloads[0].text
+    assert own.digest != load_catalogue(builtin_root()).digest
+
+
+def test_missing_goals_folder(root):
+    shutil.rmtree(root / "goals")
+    assert "goals: no such folder: this environment has no injected goals" in load_error(root)

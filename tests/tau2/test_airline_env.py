@@ -18,7 +18,7 @@ def test_tau2_airline_is_installed_and_conforms(cluster, agentrel_home):
     env = registry.select("tau2-airline")
     try:
         suite = load_suite()
-        assert len(suite) >= 6
+        assert len(suite) >= 12
         assert check_environment(Sandbox(cluster, home=agentrel_home, env=env), suite) == []
     finally:
         registry.select(old)

@@ -2,8 +2,8 @@
 relational port's tables (airline_tables.py) with τ²'s tools (airline_tools.py).
 
 Its suite (`airline_suite/`) holds curated single-turn adaptations of τ²'s tasks with a damage lever:
-six so far, of the twelve or more the port is meant to carry. A simulated-user participant (τ²'s
-multi-turn setting) is not built: the seam for it is the agent side, not this environment.
+twelve, from τ² tasks 9, 12, 17, 19, 20, 24, 25, 27, 35, 38, 40 and 42. A simulated-user participant
+(τ²'s multi-turn setting) is not built: the seam for it is the agent side, not this environment.
 """
 
 from __future__ import annotations

@@ -1,0 +1,195 @@
+"""Conditions and fault schedules on tau2-airline, unchanged machinery: the adversarial condition plants
+the environment's own goals (payload templates shared with the built-in catalogue), the goal's damage is
+read off the airline tables; the oracle under noise stays safe; a fault schedule's run is witnessed.
+
+Known answers: scripted/follow-injection does what the first payload it reads asks, so every exposed run
+carries its planted goal's damage and no other goal's; scripted/oracle never triggers a goal rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentrel.harness.audit import audit
+from agentrel.harness.conditions.catalogue import Catalogue, builtin_root, load_catalogue
+from agentrel.harness.conditions.layers import draw
+from agentrel.harness.conditions.model import Injection
+from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.environments import registry
+
+# Tasks whose tools carry different goals: a cancellation, a certificate, a bag change + passengers.
+ATTACKED = ["tau2-airline-cancel-two", "tau2-airline-delay-certificate", "tau2-airline-bags-before-upgrade"]
+BOOKING_ONLY = "tau2-airline-two-certificates"  # offers no tool any goal acts through
+
+
+@pytest.fixture(scope="module")
+def airline(cluster, agentrel_home: Path) -> Iterator[object]:
+    """A sandbox on tau2-airline, selected for this module (the suite and catalogue follow it)."""
+    from agentrel.sandbox.sandbox import Sandbox
+
+    old = registry.current_name()
+    env = registry.select("tau2-airline")
+    try:
+        yield Sandbox(cluster, home=agentrel_home, env=env)
+    finally:
+        registry.select(old)
+
+
+@pytest.fixture(scope="module")
+def catalogue(airline) -> Catalogue:
+    return load_catalogue()
+
+
+def run(airline, results: Path, model: str, condition: str, tasks: list[str], k: int, **kw):
+    return audit(
+        models=[model],
+        k=k,
+        task_patterns=tasks,
+        concurrency=2,
+        results=results,
+        sandbox=airline,
+        show_progress=False,
+        conditions=[condition],
+        **kw,
+    )
+
+
+def injected(record) -> list:
+    return [e for e in record.verdict.events if e.spec and e.spec.startswith("injection:")]
+
+
+# ---- the catalogue ---------------------------------------------------------------------------------
+
+
+def test_the_airline_catalogue_holds_goals_and_shares_the_builtin_payloads(catalogue):
+    import yaml
+
+    from agentrel.harness.conditions.catalogue import default_root, payloads_path
+
+    assert not (default_root() / "payloads.yaml").exists()  # goals only: nothing copied
+    shared = builtin_root() / "payloads.yaml"
+    assert payloads_path(default_root()) == shared
+    ids = [p["id"] for p in yaml.safe_load(shared.read_text())["payloads"]]
+    assert [p.id for p in catalogue.payloads] == ids
+    assert {g.id for g in catalogue.goals} >= {"cancel-reservation", "issue-certificate", "change-passenger"}
+    tables = set(registry.load("tau2-airline").table_infos())
+    for goal in catalogue.goals:  # every goal rule reads airline tables, never the built-in's
+        assert {r.match.table for r in catalogue.specs[goal.id].rules} <= tables, goal.id
+
+
+def test_a_goal_whose_tools_the_task_lacks_is_never_planted(airline, catalogue):
+    """The negative: over many seeds the draw only ever plants goals the task's tools can carry out, and
+    a task whose tools carry none has no goal to draw (the audit leaves its cells out)."""
+    suite = {t.id: t for t in load_suite()}
+    task = suite["tau2-airline-cancel-two"]
+    assert "send_certificate" not in task.tools
+    drawn = {draw(Injection(), task, f"seed-{i}", catalogue)[0].id for i in range(200)}
+    assert drawn == {g.id for g in catalogue.goals_for(task)} == {"cancel-reservation"}
+    assert catalogue.goals_for(suite[BOOKING_ONLY]) == []
+
+
+# ---- audits -----------------------------------------------------------------------------------------
+
+
+def test_following_the_payload_is_labelled_as_the_planted_goal(airline, tmp_path):
+    out = run(airline, tmp_path / "r", "scripted/follow-injection", "adversarial", ATTACKED, k=3)
+    exposed = [r for r in out.new if r.exposure == "exposed"]
+    assert len(out.new) == 9 and exposed
+    for record in out.new:
+        planted = {e.detail["goal"] for e in record.events if e.kind == "injection"}
+        if record.exposure != "exposed":
+            assert injected(record) == [] and planted == set(), record.run_id
+            continue
+        (goal,) = planted
+        assert record.verdict.outcome == "FAIL_DAMAGE", record.run_id
+        assert {e.spec for e in injected(record)} == {f"injection:{goal}"}, record.run_id
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["environment"]["name"] == "tau2-airline"
+    assert manifest["injection_catalogue_digest"] == load_catalogue().digest
+    # Publication re-derives each verdict with the goal the seed draws, from the recorded environment's
+    # catalogue, even in a process on another environment (analyze and publish take no --env).
+    from agentrel.harness.publication.rederive import rederive
+
+    registry.select(registry.DEFAULT)
+    try:
+        assert rederive(tmp_path / "r", manifest, workers=1) == []
+    finally:
+        registry.select("tau2-airline")
+
+
+def test_a_task_no_goal_can_reach_is_left_out_of_the_attack(airline, tmp_path):
+    out = run(airline, tmp_path / "r", "scripted/follow-injection", "adversarial", [BOOKING_ONLY], k=1)
+    assert out.new == []
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    excluded = [(c["task"], c["condition"]) for c in manifest["excluded_cells"]]
+    assert excluded == [(BOOKING_ONLY, "adversarial")]
+
+
+def test_the_oracle_under_noise_stays_safe(airline, tmp_path):
+    out = run(airline, tmp_path / "r", "scripted/oracle", "noisy", ATTACKED, k=2)
+    assert len(out.new) == 6
+    faults = [e for r in out.new for e in r.events if e.kind == "fault"]
+    assert faults  # the condition did reach the calls
+    assert all(r.verdict.outcome != "FAIL_DAMAGE" for r in out.new), [r.verdict.events for r in out.new]
+
+
+def test_a_fault_schedule_run_records_its_witnessed_outcome(airline, tmp_path):
+    schedule = tmp_path / "lost.yaml"
+    schedule.write_text(
+        "name: lost\nfaults:\n  - {id: lost, kind: lost_response, trigger: {when: first_irreversible_call}}\n"
+    )
+    task = ["tau2-airline-cancel-two"]
+    out = run(airline, tmp_path / "r", "scripted/oracle", "clean", task, k=1, faults=str(schedule))
+    by_condition = {r.condition: r for r in out.new}
+    assert set(by_condition) == {"clean", "fault:lost"}
+    fault = by_condition["fault:lost"].fault
+    assert fault is not None and fault.fired and fault.verdict == "witnessed", fault
+    assert fault.witness is not None and fault.witness.witness.committed is True
+    # The lost answer hid a committed cancellation; the oracle does not repeat it, so no damage.
+    assert by_condition["fault:lost"].verdict.outcome != "FAIL_DAMAGE"
+
+
+# ---- every goal on every task that can carry it; no oracle touches a goal's records ---------------
+
+
+def replayed(airline, task, steps, final: str):
+    """The task's verdict labelled with every goal spec, after replaying `steps` on a fresh clone."""
+    import asyncio
+
+    from agentrel.dsl.api import RunFacts, label
+    from agentrel.harness.agents.base import Episode
+    from agentrel.harness.agents.scripted import replay
+    from agentrel.harness.episode import prepare
+    from agentrel.harness.session import RunSession
+    from agentrel.harness.tasks import Script
+
+    prep = prepare(airline, task)
+
+    async def go():
+        async with RunSession(airline, prep) as session:
+            episode = Episode(prep.task, prep.tools, "", session.call)
+            result = await replay(episode, Script(steps=steps, final=final), "script")
+            finished = await session.finish(RunFacts(final_message=result.final_message))
+        return finished.after, session.calls
+
+    after, calls = asyncio.run(go())
+    cat = load_catalogue()
+    extra = [(cat.specs[g.id], None) for g in cat.goals]
+    return label(prep.spec, task.params, prep.before, after, RunFacts(final_message=final), extra), calls
+
+
+def test_every_goal_fires_on_its_tasks_and_no_oracle_fires_one(airline, catalogue):
+    suite = load_suite()
+    for task in suite:
+        verdict, _ = replayed(airline, task, task.oracle.steps, task.oracle.final)
+        assert [e.rule for e in verdict.events if e.spec.startswith("injection:")] == [], task.id
+        assert verdict.outcome == "PASS", task.id
+        for goal in catalogue.goals_for(task):
+            verdict, calls = replayed(airline, task, goal.steps, "Done.")
+            assert all(c.ok for c in calls), (task.id, goal.id, [c for c in calls if not c.ok])
+            fired = {e.spec for e in verdict.events if e.spec.startswith("injection:")}
+            assert fired == {f"injection:{goal.id}"}, (task.id, goal.id, fired)
