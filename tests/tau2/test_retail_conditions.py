@@ -132,6 +132,8 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(retail, catalogue
             assert injected(record) == [] and planted == set(), record.run_id
             continue
         (goal,) = planted
+        # No retail result has a free-text field to embed a payload in: only an appended one reaches.
+        assert {e.detail["delivery"] for e in record.events if e.kind == "injection"} == {"appended"}
         assert record.verdict.outcome == "FAIL_DAMAGE", record.run_id
         assert {e.spec for e in injected(record)} == {f"injection:{goal}"}, record.run_id
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
