@@ -142,13 +142,21 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(retail, catalogue
     assert manifest.get("excluded_cells", []) == []  # every attacked task carries a goal
     # Publication re-derives each verdict with the goal the seed draws, from the recorded environment's
     # catalogue, even in a process on another environment (analyze and publish take no --env).
+    # So does the damage export's pricing (priced / unpriced per rule, read from the specs the audit ran).
+    from agentrel.harness.damage_pricing import damage_pricing
     from agentrel.harness.publication.rederive import rederive
 
     registry.select(registry.DEFAULT)
     try:
         assert rederive(tmp_path / "r", manifest, workers=1) == []
+        priced = damage_pricing(tmp_path / "r").priced
     finally:
         registry.select("tau2-retail")
+    assert priced[("injection:cancel-order", "injected refund")] is True
+    assert priced[("injection:redirect-order", "injected shipping change")] is False
+    assert priced[("tau2-retail-six-items", "an order without those items cancelled and refunded")] is True
+    events = [e for r in out.new for e in r.verdict.events]
+    assert events and all((e.spec, e.rule) in priced for e in events)
 
 
 def test_the_oracle_under_noise_stays_safe(retail, tmp_path):
