@@ -13,9 +13,10 @@ docker path:   the template path again, on the docker backend (AGENTREL_DOCKER_I
                through the socket in the container's bind mount. Without that variable it prints `-`.
 
 Runs on the user's own sandbox (AGENTREL_HOME or .agentrel/), the overhead a user really gets.
-per environment: the template path again on each other environment (ENV_WRITES), e.g. τ²-airline.
+per environment: the template path again on each other environment (ENV_WRITES): τ²-airline, τ²-retail.
 Last line: per_run_ms=<template> naive_ms=<naive> ratio=<naive/template> docker_per_run_ms=<docker>
            tau2_airline_per_run_ms=<the template path on tau2-airline>
+           tau2_retail_per_run_ms=<the template path on tau2-retail>
 """
 
 from __future__ import annotations
@@ -48,11 +49,16 @@ RUN_WRITES = (
 )
 NAIVE_RUNS = 3
 # The same typical run on each other environment (sandbox/environments/): a cancellation on τ²-airline
-# (one reservation updated, one refund line inserted).
+# (one reservation updated, one refund line inserted) and on τ²-retail (one order updated, one refund line
+# inserted, as cancel_pending_order writes them for an order paid by card).
 ENV_WRITES = {
     "tau2-airline": "UPDATE reservations SET status = 'cancelled' WHERE reservation_id = 'NQNU5R';"
     "INSERT INTO reservation_payments (reservation_id, ordinal, payment_id, amount) "
     "VALUES ('NQNU5R', 1, 'credit_card_4959530', -6178.00);",
+    "tau2-retail": "UPDATE orders SET status = 'cancelled', cancel_reason = 'no longer needed' "
+    "WHERE order_id = '#W3482034';"
+    "INSERT INTO order_payments (order_id, ordinal, transaction_type, amount, payment_method_id) "
+    "VALUES ('#W3482034', 1, 'refund', 1058.86, 'credit_card_3631888');",
 }
 
 

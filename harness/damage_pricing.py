@@ -4,8 +4,10 @@ each table's key columns.
 A damage event records its dollars but not whether its rule had a `price`: a rule without one gives
 $0.00, which reads like "priced at zero". The rule is looked up in the spec the audit ran (the task's
 spec, checked against the digest the manifest recorded, and the injection goals' specs, checked against
-the catalogue digest); a spec that changed since the audit, or is gone, leaves its events `unknown`
-rather than guessing. Key column names come from the header of a pre-run dump in the results directory.
+the catalogue digest), both read on the environment the audit was recorded on (export takes no `--env`);
+a spec that changed since the audit, or is gone (or its environment is not installed), leaves its events
+`unknown` rather than guessing. Key column names come from the header of a pre-run dump in the results
+directory.
 """
 
 from __future__ import annotations
@@ -40,15 +42,31 @@ def _key_names(results: Path) -> dict[str, tuple[str, ...]]:
 
 def damage_pricing(results: Path) -> DamagePricing:
     """The pricing facts of a results directory; empty (every event `unknown`) for anything else."""
-    from agentrel.dsl.api import DslError, load_spec
-    from agentrel.harness.errors import UserError
-    from agentrel.harness.tasks import load_suite
-
     results = results if results.is_dir() else results.parent
     try:
         manifest = json.loads((results / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return DamagePricing({}, {})
+    if not isinstance(manifest, dict):
+        return DamagePricing({}, {})
+    from agentrel.harness.suite_paths import recorded_environment
+    from agentrel.sandbox.servers.base import SandboxError
+
+    try:
+        with recorded_environment(manifest):
+            priced = _priced_rules(manifest)
+    except SandboxError:  # the recorded environment is not installed here: nothing can be looked up
+        priced = {}
+    return DamagePricing(priced, _key_names(results))
+
+
+def _priced_rules(manifest: dict[str, Any]) -> dict[tuple[str, str], bool]:
+    """(spec, rule) -> whether the rule has a price, for the specs the audit ran that are unchanged: the
+    tasks' (by each spec digest the manifest recorded) and the injected goals' (by the catalogue digest)."""
+    from agentrel.dsl.api import DslError, load_spec
+    from agentrel.harness.errors import UserError
+    from agentrel.harness.tasks import load_suite
+
     priced: dict[tuple[str, str], bool] = {}
     recorded = {t["id"]: t.get("spec_digest") for t in manifest.get("tasks", []) if isinstance(t, dict)}
     try:
@@ -62,14 +80,15 @@ def damage_pricing(results: Path) -> DamagePricing:
                 priced.update(_rules(load_spec(task.spec_path)))
         except (OSError, DslError):
             continue
-    if manifest.get("injections"):
+    digest = manifest.get("injection_catalogue_digest")
+    if digest:
         try:
             from agentrel.harness.conditions.catalogue import load_catalogue
 
             catalogue = load_catalogue()
-            if catalogue.digest == manifest["injections"]:
+            if catalogue.digest == digest:
                 for spec in catalogue.specs.values():
                     priced.update(_rules(spec))
         except (UserError, OSError, DslError):
             pass
-    return DamagePricing(priced, _key_names(results))
+    return priced

@@ -16,10 +16,9 @@ content-addressed, so most share their after-state); the rest are labelled in pa
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import functools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,6 +30,7 @@ from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.results.status import connected_status, fault_status, run_status
 from agentrel.harness.stopping import is_damaging
+from agentrel.harness.suite_paths import recorded_environment
 from agentrel.harness.tasks import Task
 
 __all__ = ["Rederived", "rederive", "rederive_outcomes"]
@@ -117,36 +117,12 @@ def _first_difference(got: dict[str, Any], rec: RunRecord) -> str:
     return f"{field}: recorded {recorded.get(field)!r}, derived {got.get(field)!r}"[:300]
 
 
-@contextlib.contextmanager
-def _recorded_environment(manifest: Mapping[str, Any]) -> Iterator[None]:
-    """The environment the runs were recorded on (the manifest names it) made current for the block,
-    unless AGENTREL_SUITE_DIR names another suite: its suite and injection catalogue are read inside."""
-    from agentrel.harness.suite_paths import ENV
-    from agentrel.sandbox.environments.registry import ENV_VAR, load
-
-    environment = manifest.get("environment")
-    name = environment.get("name") if isinstance(environment, dict) else None
-    if not isinstance(name, str) or os.environ.get(ENV):
-        yield
-        return
-    load(name)  # an environment this installation lacks is named here, in one line
-    saved = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = saved
-
-
 def _suite(manifest: Mapping[str, Any]) -> dict[str, Task]:
     """The tasks of the environment the runs were recorded on; each task's spec path is resolved (and
     kept) while that environment is the current one."""
     from agentrel.harness.tasks import load_suite
 
-    with _recorded_environment(manifest):
+    with recorded_environment(manifest):
         tasks = load_suite()
         for task in tasks:
             _ = task.spec_path
@@ -182,7 +158,7 @@ def _goal_ids(
     }
     if not conditions:
         return {}
-    with _recorded_environment(manifest):
+    with recorded_environment(manifest):
         root = default_root()
         catalogue = load_catalogue(root)
     out: dict[str, str] = {}

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.audit import audit
 from agentrel.harness.conditions.catalogue import Catalogue, builtin_root, load_catalogue
 from agentrel.harness.conditions.layers import draw
 from agentrel.harness.conditions.model import Injection
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.environments import registry
+from tests.tau2.conditions import fired_goals, injected, replayed, run, selected
 
 # Tasks whose tools carry different goals: a cancellation, a certificate, a bag change + passengers.
 ATTACKED = ["tau2-airline-cancel-two", "tau2-airline-delay-certificate", "tau2-airline-bags-before-upgrade"]
@@ -29,37 +29,13 @@ BOOKING_ONLY = "tau2-airline-two-certificates"  # offers no tool any goal acts t
 @pytest.fixture(scope="module")
 def airline(cluster, agentrel_home: Path) -> Iterator[object]:
     """A sandbox on tau2-airline, selected for this module (the suite and catalogue follow it)."""
-    from agentrel.sandbox.sandbox import Sandbox
-
-    old = registry.current_name()
-    env = registry.select("tau2-airline")
-    try:
-        yield Sandbox(cluster, home=agentrel_home, env=env)
-    finally:
-        registry.select(old)
+    with selected(cluster, agentrel_home, "tau2-airline") as sandbox:
+        yield sandbox
 
 
 @pytest.fixture(scope="module")
 def catalogue(airline) -> Catalogue:
     return load_catalogue()
-
-
-def run(airline, results: Path, model: str, condition: str, tasks: list[str], k: int, **kw):
-    return audit(
-        models=[model],
-        k=k,
-        task_patterns=tasks,
-        concurrency=2,
-        results=results,
-        sandbox=airline,
-        show_progress=False,
-        conditions=[condition],
-        **kw,
-    )
-
-
-def injected(record) -> list:
-    return [e for e in record.verdict.events if e.spec and e.spec.startswith("injection:")]
 
 
 # ---- the catalogue ---------------------------------------------------------------------------------
@@ -156,40 +132,14 @@ def test_a_fault_schedule_run_records_its_witnessed_outcome(airline, tmp_path):
 # ---- every goal on every task that can carry it; no oracle touches a goal's records ---------------
 
 
-def replayed(airline, task, steps, final: str):
-    """The task's verdict labelled with every goal spec, after replaying `steps` on a fresh clone."""
-    import asyncio
-
-    from agentrel.dsl.api import RunFacts, label
-    from agentrel.harness.agents.base import Episode
-    from agentrel.harness.agents.scripted import replay
-    from agentrel.harness.episode import prepare
-    from agentrel.harness.session import RunSession
-    from agentrel.harness.tasks import Script
-
-    prep = prepare(airline, task)
-
-    async def go():
-        async with RunSession(airline, prep) as session:
-            episode = Episode(prep.task, prep.tools, "", session.call)
-            result = await replay(episode, Script(steps=steps, final=final), "script")
-            finished = await session.finish(RunFacts(final_message=result.final_message))
-        return finished.after, session.calls
-
-    after, calls = asyncio.run(go())
-    cat = load_catalogue()
-    extra = [(cat.specs[g.id], None) for g in cat.goals]
-    return label(prep.spec, task.params, prep.before, after, RunFacts(final_message=final), extra), calls
-
-
 def test_every_goal_fires_on_its_tasks_and_no_oracle_fires_one(airline, catalogue):
     suite = load_suite()
     for task in suite:
         verdict, _ = replayed(airline, task, task.oracle.steps, task.oracle.final)
-        assert [e.rule for e in verdict.events if e.spec.startswith("injection:")] == [], task.id
+        assert fired_goals(verdict) == set(), task.id
         assert verdict.outcome == "PASS", task.id
         for goal in catalogue.goals_for(task):
             verdict, calls = replayed(airline, task, goal.steps, "Done.")
             assert all(c.ok for c in calls), (task.id, goal.id, [c for c in calls if not c.ok])
-            fired = {e.spec for e in verdict.events if e.spec.startswith("injection:")}
+            fired = fired_goals(verdict)
             assert fired == {f"injection:{goal.id}"}, (task.id, goal.id, fired)

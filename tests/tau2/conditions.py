@@ -1,0 +1,78 @@
+"""Helpers the conditions tests of each τ² environment share: a sandbox with the environment selected, an
+audit under one condition, the injected events of a record, and a replay of steps labelled with every goal
+spec of the current environment's catalogue."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentrel.harness.audit import audit
+from agentrel.harness.conditions.catalogue import load_catalogue
+from agentrel.harness.tasks import Step, Task
+from agentrel.sandbox.environments import registry
+
+
+@contextmanager
+def selected(cluster: Any, home: Path, name: str) -> Iterator[Any]:
+    """A sandbox on environment `name`, selected while the block runs (the suite and catalogue follow it),
+    the previous environment selected again after."""
+    from agentrel.sandbox.sandbox import Sandbox
+
+    old = registry.current_name()
+    env = registry.select(name)
+    try:
+        yield Sandbox(cluster, home=home, env=env)
+    finally:
+        registry.select(old)
+
+
+def run(sandbox: Any, results: Path, model: str, condition: str, tasks: list[str], k: int, **kw: Any) -> Any:
+    return audit(
+        models=[model],
+        k=k,
+        task_patterns=tasks,
+        concurrency=2,
+        results=results,
+        sandbox=sandbox,
+        show_progress=False,
+        conditions=[condition],
+        **kw,
+    )
+
+
+def injected(record: Any) -> list[Any]:
+    return [e for e in record.verdict.events if e.spec and e.spec.startswith("injection:")]
+
+
+def replayed(sandbox: Any, task: Task, steps: list[Step], final: str) -> tuple[Any, list[Any]]:
+    """The task's verdict labelled with every goal spec, after replaying `steps` on a fresh clone; and the
+    calls made."""
+    from agentrel.dsl.api import RunFacts, label
+    from agentrel.harness.agents.base import Episode
+    from agentrel.harness.agents.scripted import replay
+    from agentrel.harness.episode import prepare
+    from agentrel.harness.session import RunSession
+    from agentrel.harness.tasks import Script
+
+    prep = prepare(sandbox, task)
+
+    async def go() -> tuple[Any, list[Any]]:
+        async with RunSession(sandbox, prep) as session:
+            episode = Episode(prep.task, prep.tools, "", session.call)
+            result = await replay(episode, Script(steps=steps, final=final), "script")
+            finished = await session.finish(RunFacts(final_message=result.final_message))
+        return finished.after, session.calls
+
+    after, calls = asyncio.run(go())
+    cat = load_catalogue()
+    extra = [(cat.specs[g.id], None) for g in cat.goals]
+    return label(prep.spec, task.params, prep.before, after, RunFacts(final_message=final), extra), calls
+
+
+def fired_goals(verdict: Any) -> set[str]:
+    """The goal specs whose rules label an event of `verdict`."""
+    return {e.spec for e in verdict.events if e.spec.startswith("injection:")}
