@@ -69,8 +69,8 @@ def test_the_fingerprint_follows_the_tool_code(tmp_path, monkeypatch):
 
     env = retail_env.Tau2Retail()
     before = env.fingerprint()
-    for name in retail_env.TOOL_FILES:
-        (tmp_path / name).write_bytes((retail_env.HERE / name).read_bytes())
+    for name in env.tool_files:
+        (tmp_path / name).write_bytes((env.here / name).read_bytes())
     (tmp_path / "retail_tools.py").write_bytes((tmp_path / "retail_tools.py").read_bytes() + b"\n# edited\n")
-    monkeypatch.setattr(retail_env, "HERE", tmp_path)
+    monkeypatch.setattr(env, "here", tmp_path)
     assert env.fingerprint() != before
