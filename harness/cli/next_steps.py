@@ -19,7 +19,10 @@ def given_options(ctx: Any, skip: set[str] = NOT_REPLAYED) -> list[str]:
     """The options the user typed on this command line (`ctx`, the command's click context), in the
     command's declared order, as argv: the same audit again, whatever subjects (`--agent`,
     `--agent-file`), environment, faults or stopping rule it named. Defaults are left out: they are the
-    same for the same version. (Typed `Any`: typer vendors its own click, whose classes are not click's.)"""
+    same for the same version. Secret-shaped values (a DSN's password) are redacted: the lines go to a
+    terminal and to CI logs. (Typed `Any`: typer vendors its own click, whose classes are not click's.)"""
+    from agentrel.harness.redact import redact
+
     argv: list[str] = []
     for param in ctx.command.params:
         name = param.name or ""
@@ -34,9 +37,9 @@ def given_options(ctx: Any, skip: set[str] = NOT_REPLAYED) -> list[str]:
             argv.append(flag if value else (param.secondary_opts or [flag])[0])
         elif param.multiple:
             for item in value:
-                argv += [flag, str(item)]
+                argv += [flag, redact(str(item))]
         else:
-            argv += [flag, str(value.value if hasattr(value, "value") else value)]
+            argv += [flag, redact(str(value.value if hasattr(value, "value") else value))]
     return argv
 
 

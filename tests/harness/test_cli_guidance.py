@@ -89,6 +89,7 @@ def test_the_advice_replays_every_option_the_user_gave_but_its_results_and_plan(
     audit = typer.main.get_command(app).commands["audit"]  # type: ignore[attr-defined]
     argv = ["-m", "a", "--agent", "mine=python my agent.py", "--env", "tau2-airline", "--k", "2"]
     argv += ["--results", "r", "--plan", "--until", "detect", "--target-p", "0.05", "--no-report"]
+    argv += ["--dsn", "postgresql://owner:hunter2@127.0.0.1:5432/agentrel"]
     ctx = audit.make_context("audit", argv)
     got = given_options(ctx)
     assert got[:2] == ["--model", "a"] and "--results" not in got and "--plan" not in got
@@ -103,6 +104,7 @@ def test_the_advice_replays_every_option_the_user_gave_but_its_results_and_plan(
         i = got.index(option[0])
         assert got[i : i + len(option)] == option, option
     assert "--concurrency" not in got  # a default is not replayed
+    assert "hunter2" not in " ".join(got) and "postgresql://[redacted]@127.0.0.1:5432/agentrel" in got
 
 
 def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path):
