@@ -178,6 +178,8 @@ def stress_input(seed: int = 11) -> LoadedInput:
                     "fault": condition == "noisy",
                     "canary_echo": rng.random(size) < 0.05,
                     "injected_goal": (condition == "adversarial") & damaged & (exposure == "exposed"),
+                    "text_tool_call": rng.random(size) < 0.02,
+                    "echoed_tool_error": rng.random(size) < 0.02,
                 }
             )
         )

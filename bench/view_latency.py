@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from agentrel.dsl.state import State, TableState  # noqa: E402
-from agentrel.harness.results.record import ResultsDir  # noqa: E402
+from agentrel.harness.results.directory import ResultsDir  # noqa: E402
 from agentrel.harness.tasks import load_suite  # noqa: E402
 from agentrel.harness.view.app import bind, create_app, serve  # noqa: E402
 from agentrel.harness.view.index import ResultsIndex  # noqa: E402
