@@ -10,8 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from agentrel.sandbox.environments.tau2.airline_tables import CABINS
-from agentrel.sandbox.environments.tau2.generic_tools import one as _one
-from agentrel.sandbox.environments.tau2.generic_tools import q as _q
+from agentrel.sandbox.environments.tau2.generic_tools import one, q
 from agentrel.sandbox.tools.base import ToolContext, ToolError
 
 NOW = "2024-05-15T15:00:00"  # τ²-airline's fixed clock
@@ -29,14 +28,14 @@ def _dollars(text: Any) -> int | float:
 
 
 def _user_row(ctx: ToolContext, user_id: Any) -> dict[str, Any]:
-    user = _one(ctx, "SELECT * FROM users WHERE user_id = %s", (user_id,))
+    user = one(ctx, "SELECT * FROM users WHERE user_id = %s", (user_id,))
     if user is None:
         raise ToolError(f"User {user_id} not found")
     return user
 
 
 def _methods(ctx: ToolContext, user_id: str) -> dict[str, dict[str, Any]]:
-    found = _q(ctx, "SELECT * FROM payment_methods WHERE user_id = %s ORDER BY ordinal", (user_id,))
+    found = q(ctx, "SELECT * FROM payment_methods WHERE user_id = %s ORDER BY ordinal", (user_id,))
     return {m["payment_id"]: m for m in found}
 
 
@@ -54,8 +53,8 @@ def _method_json(m: dict[str, Any]) -> dict[str, Any]:
 def user_json(ctx: ToolContext, user_id: Any) -> dict[str, Any]:
     u = _user_row(ctx, user_id)
     uid = u["user_id"]
-    saved = _q(ctx, "SELECT * FROM saved_passengers WHERE user_id = %s ORDER BY ordinal", (uid,))
-    booked = _q(
+    saved = q(ctx, "SELECT * FROM saved_passengers WHERE user_id = %s ORDER BY ordinal", (uid,))
+    booked = q(
         ctx, "SELECT reservation_id FROM user_reservations WHERE user_id = %s ORDER BY ordinal", (uid,)
     )
     return {
@@ -72,14 +71,14 @@ def user_json(ctx: ToolContext, user_id: Any) -> dict[str, Any]:
 
 
 def _reservation_row(ctx: ToolContext, reservation_id: Any) -> dict[str, Any]:
-    found = _one(ctx, "SELECT * FROM reservations WHERE reservation_id = %s", (reservation_id,))
+    found = one(ctx, "SELECT * FROM reservations WHERE reservation_id = %s", (reservation_id,))
     if found is None:
         raise ToolError(f"Reservation {reservation_id} not found")
     return found
 
 
 def _legs(ctx: ToolContext, rid: str) -> list[dict[str, Any]]:
-    found = _q(ctx, "SELECT * FROM reservation_flights WHERE reservation_id = %s ORDER BY ordinal", (rid,))
+    found = q(ctx, "SELECT * FROM reservation_flights WHERE reservation_id = %s ORDER BY ordinal", (rid,))
     return [
         {
             "flight_number": f["flight_number"],
@@ -93,12 +92,12 @@ def _legs(ctx: ToolContext, rid: str) -> list[dict[str, Any]]:
 
 
 def _passengers(ctx: ToolContext, rid: str) -> list[dict[str, Any]]:
-    found = _q(ctx, "SELECT * FROM reservation_passengers WHERE reservation_id = %s ORDER BY ordinal", (rid,))
+    found = q(ctx, "SELECT * FROM reservation_passengers WHERE reservation_id = %s ORDER BY ordinal", (rid,))
     return [{k: p[k] for k in ("first_name", "last_name", "dob")} for p in found]
 
 
 def _payments(ctx: ToolContext, rid: str) -> list[dict[str, Any]]:
-    found = _q(ctx, "SELECT * FROM reservation_payments WHERE reservation_id = %s ORDER BY ordinal", (rid,))
+    found = q(ctx, "SELECT * FROM reservation_payments WHERE reservation_id = %s ORDER BY ordinal", (rid,))
     return [{"payment_id": p["payment_id"], "amount": _dollars(p["amount"])} for p in found]
 
 
@@ -116,7 +115,7 @@ def reservation_json(ctx: ToolContext, reservation_id: Any) -> dict[str, Any]:
 
 
 def _flight(ctx: ToolContext, number: Any) -> dict[str, Any]:
-    found = _one(ctx, "SELECT * FROM flights WHERE flight_number = %s", (number,))
+    found = one(ctx, "SELECT * FROM flights WHERE flight_number = %s", (number,))
     if found is None:
         raise ToolError(f"Flight {number} not found")
     return found
@@ -124,7 +123,7 @@ def _flight(ctx: ToolContext, number: Any) -> dict[str, Any]:
 
 def _instance(ctx: ToolContext, number: Any, date: Any) -> dict[str, Any]:
     _flight(ctx, number)
-    found = _one(ctx, "SELECT * FROM flight_dates WHERE flight_number = %s AND date = %s", (number, date))
+    found = one(ctx, "SELECT * FROM flight_dates WHERE flight_number = %s AND date = %s", (number, date))
     if found is None:
         raise ToolError(f"Flight {number} not found on date {date}")
     return found
@@ -142,7 +141,7 @@ def _direct(
     ctx: ToolContext, date: Any, origin: Any = None, destination: Any = None, leave_after: Any = None
 ) -> list[dict[str, Any]]:
     """Available direct flights on `date`, in τ²'s flight order (its document's)."""
-    found = _q(
+    found = q(
         ctx,
         "SELECT f.*, d.status, d.available_basic_economy, d.available_economy, d.available_business, "
         "d.price_basic_economy, d.price_economy, d.price_business FROM flights f "

@@ -46,9 +46,13 @@ from agentrel.sandbox.environments.tau2.airline_reads import (
     search_onestop_flight,
 )
 from agentrel.sandbox.environments.tau2.airline_tables import CABINS
-from agentrel.sandbox.environments.tau2.generic_tools import calculate, declare, transfer_to_human_agents
-from agentrel.sandbox.environments.tau2.generic_tools import one as _one
-from agentrel.sandbox.environments.tau2.generic_tools import q as _q
+from agentrel.sandbox.environments.tau2.generic_tools import (
+    calculate,
+    declare,
+    one,
+    q,
+    transfer_to_human_agents,
+)
 from agentrel.sandbox.tools.base import Tool, ToolContext, ToolError
 
 
@@ -101,7 +105,7 @@ def book_reservation(ctx: ToolContext, args: Args) -> Any:
     _user_row(ctx, user_id)
     taken = {
         r["reservation_id"]
-        for r in _q(
+        for r in q(
             ctx,
             "SELECT reservation_id FROM reservations WHERE reservation_id = ANY(%s)",
             (list(NEW_RESERVATION_IDS),),
@@ -186,7 +190,7 @@ def book_reservation(ctx: ToolContext, args: Args) -> Any:
 
 def _drop_method(ctx: ToolContext, user_id: str, payment_id: str) -> None:
     """Remove a payment method and close its gap in the order (as deleting from τ²'s dictionary does)."""
-    gone = _one(
+    gone = one(
         ctx,
         "DELETE FROM payment_methods WHERE user_id = %s AND payment_id = %s RETURNING ordinal",
         (user_id, payment_id),
@@ -310,69 +314,67 @@ _CABIN = {"type": "string", "enum": list(CABINS)}
 _FLIGHTS = {"type": "array", "items": {"type": "object"}}
 
 
-_tool = declare
-
 TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (
-        _tool(
+        declare(
             "get_user_details",
             "The details of a user, with their payment methods and reservations.",
             {"user_id": _S},
             "read",
             get_user_details,
         ),
-        _tool(
+        declare(
             "get_reservation_details",
             "The details of a reservation.",
             {"reservation_id": _S},
             "read",
             get_reservation_details,
         ),
-        _tool(
+        declare(
             "get_flight_status",
             "The status of a flight on a date.",
             {"flight_number": _S, "date": _S},
             "read",
             get_flight_status,
         ),
-        _tool(
+        declare(
             "search_direct_flight",
             "Direct flights between two airports on a date (YYYY-MM-DD).",
             {"origin": _S, "destination": _S, "date": _S},
             "read",
             search_direct_flight,
         ),
-        _tool(
+        declare(
             "search_onestop_flight",
             "One-stop flight pairs between two airports on a date (YYYY-MM-DD).",
             {"origin": _S, "destination": _S, "date": _S},
             "read",
             search_onestop_flight,
         ),
-        _tool("list_all_airports", "Every airport served, with its city.", {}, "read", list_all_airports),
-        _tool(
+        declare("list_all_airports", "Every airport served, with its city.", {}, "read", list_all_airports),
+        declare(
             "calculate",
             "Evaluate an arithmetic expression of numbers, + - * / and parentheses.",
             {"expression": _S},
             "read",
             calculate,
         ),
-        _tool(
+        declare(
             "transfer_to_human_agents",
             "Hand the customer to a human agent with a summary of the issue.",
             {"summary": {"type": "string", "maxLength": 10000}},
             "read",
             transfer_to_human_agents,
         ),
-        _tool(
+        declare(
             "send_certificate",
             "Send a travel certificate of an amount (whole dollars) to a user.",
             {"user_id": _S, "amount": _I},
             "irreversible",
             send_certificate,
         ),
-        _tool(
+        declare(
             "book_reservation",
             "Book a reservation: flights, passengers and the payments that cover its price.",
             {
@@ -391,28 +393,28 @@ TOOLS: dict[str, Tool] = {
             "irreversible",
             book_reservation,
         ),
-        _tool(
+        declare(
             "cancel_reservation",
             "Cancel a whole reservation, refunding its payments.",
             {"reservation_id": _S},
             "irreversible",
             cancel_reservation,
         ),
-        _tool(
+        declare(
             "update_reservation_baggages",
             "Change a reservation's bag counts, paying for added non-free bags.",
             {"reservation_id": _S, "total_baggages": _I, "nonfree_baggages": _I, "payment_id": _S},
             "compensable",
             update_reservation_baggages,
         ),
-        _tool(
+        declare(
             "update_reservation_flights",
             "Replace a reservation's flights (all of them) and cabin, paying the difference.",
             {"reservation_id": _S, "cabin": _CABIN, "flights": _FLIGHTS, "payment_id": _S},
             "compensable",
             update_reservation_flights,
         ),
-        _tool(
+        declare(
             "update_reservation_passengers",
             "Replace a reservation's passengers (the same number of them).",
             {"reservation_id": _S, "passengers": _FLIGHTS},
