@@ -173,14 +173,6 @@ def checked(spec: ExternalSpec, where: str) -> ExternalSpec:
     return spec
 
 
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 class ExternalAgent:
     """An agent program, audited through the run's tools over MCP. Its identity in the protocol is its
     command and the digests of its declared code files (and of any argument that names a file)."""
@@ -192,7 +184,7 @@ class ExternalAgent:
         self.name = spec.subject
         files = [*spec.code, *(a for a in spec.command[1:] if _is_file(a, spec.cwd))]
         # Hashed once, before any run: the files the runs use are the ones the protocol names.
-        self.code = {f: file_digest(_at(f, spec.cwd)) for f in dict.fromkeys(files)}
+        self.code = {f: _sha256(_at(f, spec.cwd)) for f in dict.fromkeys(files)}
 
     def config(self) -> dict[str, Any]:
         return {
@@ -345,6 +337,11 @@ def read_usage(path: Path) -> tuple[Usage, str | None, str]:
             f"unreadable ({why}): expected {json.dumps(UsageReport.model_json_schema()['required'])}",
         )
     return Usage(report.input_tokens, report.output_tokens, 0), report.model, "reported"
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _at(file: str, cwd: str | None) -> Path:

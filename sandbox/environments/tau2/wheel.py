@@ -33,11 +33,8 @@ class WheelError(SandboxError):
 
 
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 CACHE_ENV = "AGENTREL_TAU2_CACHE"
