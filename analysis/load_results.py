@@ -294,4 +294,5 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         optimal_steps=manifest.optimal_steps if manifest else {},
         conditions=manifest.condition_names if manifest else [],
         faults=fault_report(manifest, decided.runs) if manifest else None,
+        stopping=manifest.stopping if manifest else None,
     )

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -144,6 +144,7 @@ class LoadedInput:
     optimal_steps: dict[str, int] = field(default_factory=dict)  # task -> optimal tool calls (manifest)
     conditions: list[str] = field(default_factory=list)  # declared condition names, in manifest order
     faults: FaultReport | None = None  # the fault scores, when the manifest scheduled faults
+    stopping: dict[str, Any] | None = None  # the manifest's `stopping` entry: an `--until` audit's rule
     # (events whose rule names no price, of them high or critical): set by a caller that can read the
     # audit's specs (harness.damage_pricing); None when unknown. The report says it beside the loss.
     unpriced: tuple[int, int] | None = None

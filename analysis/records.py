@@ -238,6 +238,7 @@ class Manifest(_Tolerant):
     conditions: list[str | ConditionInfo] = Field(default_factory=list)
     k: int | None = Field(default=None, ge=1)
     faults: FaultScheduleInfo | None = None
+    stopping: dict[str, Any] | None = None  # a sequential audit's frozen rule (harness.stopping reads it)
 
     @property
     def condition_names(self) -> list[str]:

@@ -110,11 +110,12 @@ def analyze_command(
 ) -> None:
     """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
     write the reports (with a certificate section for an --until detect audit, or with --target-p)."""
-    rule = certificate_rule(input, target_p, confidence, multiplicity)
+    check_certificate_options(target_p, confidence, multiplicity)
     from agentrel.analysis.outputs import write_report, write_summary_json
     from agentrel.analysis.pipeline import analyze
 
     loaded = load(input, allow_mixed_protocols)
+    rule = certificate_rule(loaded, target_p, confidence, multiplicity)
     if loaded.kind == "results" and not loaded.events.empty:
         from agentrel.analysis.export import damages_frame, unpriced_counts
         from agentrel.harness.damage_pricing import damage_pricing
@@ -148,38 +149,35 @@ def analyze_command(
 # --- certificates (issue 27): one section, the same object `agentrel certify` prints ----------------
 
 
-def certificate_rule(
-    path: Path, target_p: float | None, confidence: float | None, multiplicity: str | None
-) -> tuple[float, float, str, str] | None:
-    """(P, C, multiplicity, source) of the certificate section, or None for none: the options when
-    --target-p is given, else an `--until detect` audit's frozen rule; bad values are one UsageError."""
+def check_certificate_options(
+    target_p: float | None, confidence: float | None, multiplicity: str | None
+) -> None:
+    """Bad certificate options are one UsageError line, before anything is read."""
     from agentrel.analysis.decisions.certify import MULTIPLICITIES
-    from agentrel.harness.stopping import StoppingRule
 
     for flag, value in (("--target-p", target_p), ("--confidence", confidence)):
         if value is not None and not (math.isfinite(value) and 0.0 < value < 1.0):
             raise UsageError(f"{flag} must be strictly between 0 and 1, got {value}")
     if multiplicity is not None and multiplicity not in MULTIPLICITIES:
         raise UsageError(f"--multiplicity must be one of {', '.join(MULTIPLICITIES)}, got {multiplicity!r}")
+
+
+def certificate_rule(
+    loaded: LoadedInput, target_p: float | None, confidence: float | None, multiplicity: str | None
+) -> tuple[float, float, str, str] | None:
+    """(P, C, multiplicity, source) of the certificate section, or None for none: the options when
+    --target-p is given, else the rule an `--until detect` audit's manifest froze (as loaded)."""
+    from agentrel.harness.stopping import StoppingRule
+
     if target_p is not None:
         return target_p, confidence or 0.95, multiplicity or "union", "options given to analyze"
-    manifest = path / "manifest.json" if path.is_dir() else None
-    entry = None
-    if manifest is not None and manifest.exists():
-        import json
-
-        with user_errors():
-            try:
-                raw = json.loads(manifest.read_bytes())
-            except ValueError:
-                raw = None  # load() says what is wrong with it
-        entry = raw.get("stopping") if isinstance(raw, dict) else None
     rule = None
-    if entry is not None:
+    if loaded.stopping is not None:
         try:
-            rule = StoppingRule.from_manifest(entry)
+            rule = StoppingRule.from_manifest(loaded.stopping)
         except ValueError:
-            raise UserError(f"{manifest}: its stopping rule cannot be read; restore the file") from None
+            where = loaded.source / "manifest.json" if loaded.source.is_dir() else loaded.source
+            raise UserError(f"{where}: its stopping rule cannot be read; restore the file") from None
     if rule is None or rule.until != "detect" or rule.target_p is None:
         if confidence is not None or multiplicity is not None:
             raise UsageError(
