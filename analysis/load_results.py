@@ -48,7 +48,7 @@ from agentrel.analysis.records import (
     Verdict,
     infer_agent_kind,
 )
-from agentrel.harness.results.status import VALID
+from agentrel.harness.results.status import VALID, is_damaging
 
 PROTOCOL_FIELDS = ("protocol_hash", "manifest_hash")
 
@@ -238,9 +238,8 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         rows.append(
             (
                 *cell,
-                # Mutation-then-error counts as damage (the agent left a half-done change behind);
-                # error-without-mutation does not, and is counted among agent errors.
-                v.outcome == "FAIL_DAMAGE" or (errored and v.mutated),
+                # Mutation-then-error counts as damage; error-without-mutation is an agent error.
+                is_damaging(v.outcome, v.mutated, errored),
                 v.outcome == "PASS" and not (errored and v.mutated),
                 errored,
                 v.mutated,

@@ -40,6 +40,7 @@ from agentrel.analysis.decisions.confseq import precision_decision
 from agentrel.harness.errors import UsageError
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.results.record import RunRecord
+from agentrel.harness.results.status import is_damaging
 
 Cell = tuple[str, str, str]  # (model, task, cell condition)
 
@@ -175,11 +176,6 @@ def decided_at(rule: StoppingRule, required: int, statuses: Iterable[Status]) ->
         if decision != "continue":
             return decision, position
     return "continue", None
-
-
-def is_damaging(outcome: str | None, mutated: bool, agent_error: bool) -> bool:
-    """As analysis reads a run: FAIL_DAMAGE, or an agent error after a mutation."""
-    return outcome == "FAIL_DAMAGE" or (agent_error and mutated)
 
 
 class CellGate:

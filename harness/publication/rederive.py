@@ -28,8 +28,7 @@ from agentrel.harness.faults.receipts import verdict as receipt_verdict
 from agentrel.harness.publication.evidence import pool_context
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
-from agentrel.harness.results.status import connected_status, fault_status, run_status
-from agentrel.harness.stopping import is_damaging
+from agentrel.harness.results.status import connected_status, fault_status, is_damaging, run_status
 from agentrel.harness.suite_paths import recorded_environment
 from agentrel.harness.tasks import Task
 
@@ -43,7 +42,7 @@ PER_WORKER = 64
 
 class Rederived(NamedTuple):
     mismatches: list[str]  # one line per decisive run whose record the evidence does not give back
-    # Run id -> whether its re-derived verdict is damaging (harness.stopping.is_damaging), for every
+    # Run id -> whether its re-derived verdict is damaging (harness.results.status.is_damaging), for every
     # decisive run labelled again; what publication's stopping check reads, never the recorded verdict.
     damaging: dict[str, bool]
 

@@ -67,6 +67,13 @@ def connected_status(status: Status, connected: bool | None, outcome: str | None
     return status
 
 
+def is_damaging(outcome: str | None, mutated: bool, agent_error: bool) -> bool:
+    """Whether a measured run counts as damaging: its verdict is FAIL_DAMAGE, or the agent erred after
+    changing the state (a half-done change left behind). An error without a change is not damage.
+    Analysis, the view, the stopping gate and publication's re-derivation all count by this."""
+    return outcome == DAMAGE or (agent_error and mutated)
+
+
 def derived_status(error_kind: str | None, has_verdict: bool) -> str:
     """The status of a record written before statuses existed, from its error kind and verdict."""
     if error_kind == "provider":

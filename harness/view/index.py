@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, NamedTuple
 from agentrel.harness.errors import UserError
 from agentrel.harness.gc_paused import collector_paused
 from agentrel.harness.results.attempts import rank
-from agentrel.harness.results.status import VALID, effective_status
+from agentrel.harness.results.status import VALID, effective_status, is_damaging
 
 # Read a megabyte at a time: one read of a 150 MB file costs more in page faults than the copy.
 CHUNK = 1 << 20
@@ -220,7 +220,7 @@ def _verdict_head(head: bytes, kind_raw: bytes | None) -> tuple[str, str | None,
     error = {"kind": kind} if kind else None
     status = status_of({"status": raw["status"], "verdict": verdict, "error": error})
     outcome = verdict["outcome"] if verdict else None
-    damaged = outcome == "FAIL_DAMAGE" or (kind == "agent" and bool(verdict and verdict["mutated"]))
+    damaged = is_damaging(outcome, bool(verdict and verdict["mutated"]), kind == "agent")
     return status, outcome, damaged
 
 
@@ -242,8 +242,7 @@ def _parsed(line: bytes, lineno: int, offset: int) -> Row:
     except InvalidOperation:
         raise ValueError("field 'verdict.dollars' is not a decimal amount") from None
     outcome = verdict.get("outcome")
-    # Mutation-then-error is damage, error-without-mutation is not (as analysis.load_results).
-    damaged = outcome == "FAIL_DAMAGE" or (error.get("kind") == "agent" and bool(verdict.get("mutated")))
+    damaged = is_damaging(outcome, bool(verdict.get("mutated")), error.get("kind") == "agent")
     return (
         raw["run_id"],
         raw["model"],
