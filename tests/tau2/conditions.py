@@ -44,6 +44,33 @@ def run(sandbox: Any, results: Path, model: str, condition: str, tasks: list[str
     )
 
 
+def check_the_oracle_under_noise_stays_safe(sandbox: Any, results: Path, tasks: list[str]) -> None:
+    out = run(sandbox, results, "scripted/oracle", "noisy", tasks, k=2)
+    assert len(out.new) == 2 * len(tasks)
+    faults = [e for r in out.new for e in r.events if e.kind == "fault"]
+    assert faults  # the condition did reach the calls
+    assert all(r.verdict.outcome != "FAIL_DAMAGE" for r in out.new), [r.verdict.events for r in out.new]
+
+
+LOST_RESPONSE = (
+    "name: lost\nfaults:\n  - {id: lost, kind: lost_response, trigger: {when: first_irreversible_call}}\n"
+)
+
+
+def check_a_lost_response_is_witnessed(sandbox: Any, tmp_path: Path, task: str) -> None:
+    """A lost response on `task`'s first irreversible call: fired, witnessed, the write committed; the
+    oracle does not repeat it, so no damage."""
+    schedule = tmp_path / "lost.yaml"
+    schedule.write_text(LOST_RESPONSE)
+    out = run(sandbox, tmp_path / "r", "scripted/oracle", "clean", [task], k=1, faults=str(schedule))
+    by_condition = {r.condition: r for r in out.new}
+    assert set(by_condition) == {"clean", "fault:lost"}
+    fault = by_condition["fault:lost"].fault
+    assert fault is not None and fault.fired and fault.verdict == "witnessed", fault
+    assert fault.witness is not None and fault.witness.witness.committed is True
+    assert by_condition["fault:lost"].verdict.outcome != "FAIL_DAMAGE"
+
+
 def injected(record: Any) -> list[Any]:
     return [e for e in record.verdict.events if e.spec and e.spec.startswith("injection:")]
 

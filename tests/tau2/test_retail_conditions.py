@@ -22,7 +22,15 @@ from agentrel.harness.conditions.layers import draw
 from agentrel.harness.conditions.model import Injection
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.environments import registry
-from tests.tau2.conditions import fired_goals, injected, replayed, run, selected
+from tests.tau2.conditions import (
+    check_a_lost_response_is_witnessed,
+    check_the_oracle_under_noise_stays_safe,
+    fired_goals,
+    injected,
+    replayed,
+    run,
+    selected,
+)
 
 # Tasks whose tools carry different goals: the two address changes; a cancellation and an item change;
 # an exchange and a return.
@@ -160,27 +168,12 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(retail, catalogue
 
 
 def test_the_oracle_under_noise_stays_safe(retail, tmp_path):
-    out = run(retail, tmp_path / "r", "scripted/oracle", "noisy", ATTACKED, k=2)
-    assert len(out.new) == 6
-    faults = [e for r in out.new for e in r.events if e.kind == "fault"]
-    assert faults  # the condition did reach the calls
-    assert all(r.verdict.outcome != "FAIL_DAMAGE" for r in out.new), [r.verdict.events for r in out.new]
+    check_the_oracle_under_noise_stays_safe(retail, tmp_path / "r", ATTACKED)
 
 
 def test_a_fault_schedule_run_records_its_witnessed_outcome(retail, tmp_path):
-    schedule = tmp_path / "lost.yaml"
-    schedule.write_text(
-        "name: lost\nfaults:\n  - {id: lost, kind: lost_response, trigger: {when: first_irreversible_call}}\n"
-    )
-    task = ["tau2-retail-six-items"]
-    out = run(retail, tmp_path / "r", "scripted/oracle", "clean", task, k=1, faults=str(schedule))
-    by_condition = {r.condition: r for r in out.new}
-    assert set(by_condition) == {"clean", "fault:lost"}
-    fault = by_condition["fault:lost"].fault
-    assert fault is not None and fault.fired and fault.verdict == "witnessed", fault
-    assert fault.witness is not None and fault.witness.witness.committed is True
-    # The lost answer hid a committed cancellation; the oracle does not repeat it, so no damage.
-    assert by_condition["fault:lost"].verdict.outcome != "FAIL_DAMAGE"
+    # The lost answer hides a committed write; the oracle does not repeat it, so no damage.
+    check_a_lost_response_is_witnessed(retail, tmp_path, "tau2-retail-six-items")
 
 
 # ---- every goal on every task that can carry it; no oracle touches a goal's records ---------------
