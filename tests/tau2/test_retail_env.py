@@ -1,12 +1,11 @@
-"""The tau2-retail environment as an installed environment: it conforms (`agentrel env check`), its tasks
-say what they are (a single-turn adaptation whose numbers are not τ²'s leaderboard's), and its tools are
-τ²'s retail toolkit by name, each tagged with whether it writes."""
+"""The tau2-retail environment's own promises (its conformance and naming are tests/tau2/test_ports.py's):
+its tools are τ²'s retail toolkit by name, each tagged with whether it writes, its substrate damage is
+priced, and its fingerprint follows its tool code."""
 
 from __future__ import annotations
 
 from agentrel.sandbox.environments import registry
 
-LABEL = "τ²-retail (single-turn adaptation)"
 TAU2_TOOLS = {
     "calculate": "read",
     "transfer_to_human_agents": "read",
@@ -26,34 +25,11 @@ TAU2_TOOLS = {
 }
 
 
-def test_tau2_retail_is_installed_and_conforms(cluster, agentrel_home):
-    from agentrel.harness.env_check import check_environment
-    from agentrel.harness.tasks import load_suite
-    from agentrel.sandbox.sandbox import Sandbox
+def test_a_task_whose_damage_has_no_undo_is_priced():
+    from tests.tau2.test_ports import suite_of
 
-    assert "tau2-retail" in registry.names()
-    old = registry.current_name()
-    env = registry.select("tau2-retail")
-    try:
-        suite = load_suite()
-        assert len(suite) >= 12
-        assert check_environment(Sandbox(cluster, home=agentrel_home, env=env), suite) == []
-    finally:
-        registry.select(old)
-
-
-def test_every_task_is_named_a_single_turn_adaptation():
-    from agentrel.harness.tasks import load_suite
-
-    old = registry.current_name()
-    registry.select("tau2-retail")
-    try:
-        suite = load_suite()
-    finally:
-        registry.select(old)
-    assert suite and all(t.title.startswith(LABEL) for t in suite), [t.title for t in suite]
-    assert all(t.priced or t.irreversibility != "substrate" for t in suite)
-    assert registry.load("tau2-retail").title.startswith(LABEL)
+    with suite_of("tau2-retail") as (_, suite):
+        assert suite and all(t.priced or t.irreversibility != "substrate" for t in suite)
 
 
 def test_the_tools_are_tau2s_by_name_and_tagged_by_effect():
