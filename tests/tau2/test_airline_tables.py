@@ -10,9 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agentrel.sandbox.dump import dump_database, load_state
 from agentrel.sandbox.environments.tau2 import airline_tables as at
 from agentrel.sandbox.environments.tau2 import wheel
+from tests.tau2.ports import PRIMARY_KEYS, port_database
 
 
 def test_the_wheel_is_the_pinned_bytes(tau2_wheel):
@@ -74,25 +74,11 @@ def test_money_is_rounded_to_cents_half_away_from_zero():
 def test_postgres_holds_exactly_the_rows(cluster, airline_db):
     """DDL and COPY into a fresh database, dumped back: the same digest as the document's state."""
     state = at.to_state(airline_db)
-    name = "agentrel_run_tau2_airline_tables"
-    with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-    try:
-        with psycopg.connect(cluster.conninfo(name)) as conn:
-            conn.execute(at.ddl())
-            load_state(conn, state, at.TABLES)
-        dumped = dump_database(cluster.conninfo(name), at.TABLES.values())
-        assert dumped.digest() == state.digest()
-        with psycopg.connect(cluster.conninfo(name)) as conn:
-            keys = conn.execute(
-                "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary"
-            ).fetchone()
+    with port_database(cluster, "agentrel_run_tau2_airline_tables", at, state) as (digest, conninfo):
+        assert digest == state.digest()
+        with psycopg.connect(conninfo) as conn:
+            keys = conn.execute(PRIMARY_KEYS).fetchone()
         assert keys == (len(at.TABLES),)
-    finally:
-        with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def test_nothing_of_tau2_is_committed():

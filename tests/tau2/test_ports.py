@@ -4,31 +4,15 @@ leaderboard's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
 
 from agentrel.sandbox.environments import registry
+from tests.tau2.ports import suite_of
 
 PORTS = {
     "tau2-airline": "τ²-airline (single-turn adaptation)",
     "tau2-retail": "τ²-retail (single-turn adaptation)",
 }
-
-
-@contextmanager
-def suite_of(name: str) -> Iterator[tuple[Any, list[Any]]]:
-    """The environment `name`, selected while the block runs, and its suite."""
-    from agentrel.harness.tasks import load_suite
-
-    old = registry.current_name()
-    env = registry.select(name)
-    try:
-        yield env, load_suite()
-    finally:
-        registry.select(old)
 
 
 @pytest.mark.parametrize("name", PORTS)

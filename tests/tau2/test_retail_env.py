@@ -5,6 +5,7 @@ priced, and its fingerprint follows its tool code."""
 from __future__ import annotations
 
 from agentrel.sandbox.environments import registry
+from tests.tau2.ports import suite_of
 
 TAU2_TOOLS = {
     "calculate": "read",
@@ -26,8 +27,6 @@ TAU2_TOOLS = {
 
 
 def test_a_task_whose_damage_has_no_undo_is_priced():
-    from tests.tau2.test_ports import suite_of
-
     with suite_of("tau2-retail") as (_, suite):
         assert suite and all(t.priced or t.irreversibility != "substrate" for t in suite)
 

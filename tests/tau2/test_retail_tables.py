@@ -9,9 +9,9 @@ import json
 import psycopg
 import pytest
 
-from agentrel.sandbox.dump import dump_database, load_state
 from agentrel.sandbox.environments.tau2 import retail_tables as rt
 from agentrel.sandbox.environments.tau2 import wheel
+from tests.tau2.ports import PRIMARY_KEYS, port_database
 
 
 @pytest.fixture(scope="module")
@@ -79,27 +79,13 @@ def test_a_changed_balance_changes_one_row(retail_db):
 def test_postgres_holds_exactly_the_rows(cluster, retail_db):
     """DDL and COPY into a fresh database, dumped back: the same digest, and a primary key per table."""
     state = rt.to_state(retail_db)
-    name = "agentrel_run_tau2_retail_tables"
-    with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-    try:
-        with psycopg.connect(cluster.conninfo(name)) as conn:
-            conn.execute(rt.ddl())
-            load_state(conn, state, rt.TABLES)
-        dumped = dump_database(cluster.conninfo(name), rt.TABLES.values())
-        assert dumped.digest() == state.digest()
-        with psycopg.connect(cluster.conninfo(name)) as conn:
-            keys = conn.execute(
-                "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary"
-            ).fetchone()
+    with port_database(cluster, "agentrel_run_tau2_retail_tables", rt, state) as (digest, conninfo):
+        assert digest == state.digest()
+        with psycopg.connect(conninfo) as conn:
+            keys = conn.execute(PRIMARY_KEYS).fetchone()
             money = conn.execute(
                 "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'public' "
                 "AND data_type = 'numeric' AND numeric_precision = 12 AND numeric_scale = 2"
             ).fetchone()
         assert keys == (len(rt.TABLES),)
         assert money == (5,)  # two prices, a payment amount, a balance, a price difference
-    finally:
-        with psycopg.connect(cluster.conninfo("postgres"), autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
