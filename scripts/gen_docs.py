@@ -118,10 +118,15 @@ def cli_page() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def readme_body(folder: str) -> str:
+    """A folder's README without its title line (the page has its own)."""
+    readme = (REPO / folder / "README.md").read_text(encoding="utf-8")
+    return readme.split("\n", 1)[1] if readme.startswith("# ") else readme
+
+
 def dsl_page() -> str:
-    readme = (REPO / "dsl" / "README.md").read_text(encoding="utf-8")
     grammar = (REPO / "dsl" / "agentrel.lark").read_text(encoding="utf-8")
-    body = readme.split("\n", 1)[1] if readme.startswith("# ") else readme
+    body = readme_body("dsl")
     return (
         "# Damage DSL\n\n"
         + GENERATED
@@ -157,8 +162,7 @@ def output_files_page() -> str:
 
 
 def estimators_page() -> str:
-    readme = (REPO / "analysis" / "README.md").read_text(encoding="utf-8")
-    body = readme.split("\n", 1)[1] if readme.startswith("# ") else readme
+    body = readme_body("analysis")
     return (
         "# Estimators\n\n"
         + GENERATED
