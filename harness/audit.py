@@ -39,6 +39,7 @@ from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.stopping import CellGate, StoppingRule
 from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.environments.registry import DEFAULT, current_name
 from agentrel.sandbox.sandbox import Sandbox
 
 MAX_TEMPERATURE = 2.0  # the widest range any provider accepts
@@ -57,11 +58,14 @@ class AuditOutcome:
 
 
 def default_results_dir(models: list[str], k: int, task_patterns: list[str] | None) -> Path:
+    """results/<models>-k<K>[-<tasks>], prefixed with the environment's name when it is not the built-in
+    one: the same audit on two environments is two protocols, so it needs two directories."""
     slug = "+".join(m.replace("/", "_") for m in models)
     scope = (
         "" if not task_patterns or task_patterns == ["*"] else "-" + "+".join(task_patterns).replace("*", "x")
     )
-    return Path("results") / f"{slug}-k{k}{scope}"
+    env = current_name()
+    return Path("results") / f"{'' if env == DEFAULT else env + '-'}{slug}-k{k}{scope}"
 
 
 def audit(

@@ -162,4 +162,4 @@ def refusal_message(old_manifest: Mapping[str, Any], new_manifest: Mapping[str, 
         if part in by_part:
             hashes = f" {shown[part][0][:12]} -> {shown[part][1][:12]}" if part in shown else ""
             clauses.append(f"{part}{hashes} (changed: {', '.join(by_part[part])})")
-    return "the protocol differs: " + "; ".join(clauses) + "; use another --results directory"
+    return "the protocol differs: " + "; ".join(clauses)

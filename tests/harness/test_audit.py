@@ -140,6 +140,7 @@ def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):
         len(result.stderr.strip().splitlines()) == 1 and "the manifest it was planned with" in result.stderr
     )
     assert "changed: k" in result.stderr
+    assert result.stderr.count("use another --results directory") == 1  # the advice, once
 
 
 def test_records_carry_the_protocol_root_and_other_code_may_not_add_to_them(sandbox, tmp_path):
@@ -264,3 +265,20 @@ def test_a_spec_naming_an_unknown_table_stops_the_audit_before_any_run(sandbox, 
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "cab_aprovals" in lines[0] and f"tasks/itsm/{TASK}.yaml" in lines[0], lines
     assert not (results / "runs.jsonl").exists()
+
+
+def test_the_same_audit_on_two_environments_gets_two_default_directories(monkeypatch):
+    """The README's two τ² audits, run one after the other without --results, once shared a directory
+    and the second was refused as a changed protocol."""
+    from agentrel.harness.audit import default_results_dir
+
+    monkeypatch.setenv("AGENTREL_ENV", "agentrel-enterprise")
+    assert default_results_dir(["reference/stochastic"], 8, None) == Path("results/reference_stochastic-k8")
+    dirs = set()
+    for env in ("tau2-airline", "tau2-retail"):
+        monkeypatch.setenv("AGENTREL_ENV", env)
+        dirs.add(default_results_dir(["reference/stochastic"], 8, None))
+    assert dirs == {
+        Path("results/tau2-airline-reference_stochastic-k8"),
+        Path("results/tau2-retail-reference_stochastic-k8"),
+    }
