@@ -104,7 +104,11 @@ def audit(
         int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")
     ] = defaults.CONCURRENCY,
     results: Annotated[
-        Path | None, typer.Option("--results", help="Results directory (default results/<models>-k<K>).")
+        Path | None,
+        typer.Option(
+            "--results",
+            help="Results directory (default results/<models>-k<K>, prefixed <env>- off the built-in environment).",
+        ),
     ] = None,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.")
