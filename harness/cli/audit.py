@@ -107,7 +107,8 @@ def audit(
         Path | None,
         typer.Option(
             "--results",
-            help="Results directory (default results/<models>-k<K>, prefixed <env>- off the built-in environment).",
+            help="Results directory (default results/<models>-k<K>, or results/<env>-<models>-k<K> on an "
+            "environment other than the built-in).",
         ),
     ] = None,
     max_steps: Annotated[
