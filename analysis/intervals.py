@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 Side = Literal["two-sided", "lower", "upper"]
 
@@ -101,6 +101,8 @@ def wilson(
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     xa, na = _counts(x, n)
+    from scipy import stats  # here: scipy.stats costs a second to import, and the run path never needs it
+
     z = float(stats.norm.ppf(1.0 - alpha / 2.0))
     z2 = z * z
     center = (xa + z2 / 2.0) / (na + z2)

@@ -28,7 +28,7 @@ from agentrel.harness.manifest import build_manifest, write_or_check
 from agentrel.harness.matrix import ORDERS, Order, expand
 from agentrel.harness.prices import load_prices
 from agentrel.harness.progress import ProgressManager
-from agentrel.harness.publication.binding import bind_protocol
+from agentrel.harness.publication.binding import bind_protocol, evaluator_change
 from agentrel.harness.publication.conformance import write_execution_environment
 from agentrel.harness.publication.environment import observe_environment
 from agentrel.harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
@@ -211,7 +211,8 @@ def audit(
         identity = identity_of(manifest)
         freeze = load_freeze(rd.path)
         if freeze is not None and (why := frozen_refusal(freeze, manifest)):
-            raise UsageError(f"{rd.path}: {why}; amend the protocol in another --results directory")
+            moved = evaluator_change(rd.path, freeze.evaluator_digest, identity.evaluator_digest)
+            raise UsageError(f"{rd.path}: {why}{moved}; amend the protocol in another --results directory")
         bind_protocol(rd.path, identity, has_runs=rd.runs.exists() and rd.runs.stat().st_size > 0)
         protocol = identity.protocol_hash  # what every record carries
         for p in prepared.values():

@@ -24,11 +24,10 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentrel.dsl.state import DIGEST_VERSION, State
 from agentrel.sandbox import roles, tracking
+from agentrel.sandbox.defaults import DEFAULT_SEED  # one default for `--seed`
 from agentrel.sandbox.dump import dump_database
 from agentrel.sandbox.environments.contract import Environment
 from agentrel.sandbox.servers.base import FixtureError, SandboxError, Server
-
-DEFAULT_SEED = "agentrel"
 
 PREFIX = "agentrel_"
 RUN_PREFIX = f"{PREFIX}run_"

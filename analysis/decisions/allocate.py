@@ -27,9 +27,12 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from agentrel.analysis.betabinom import BetaBinomialFit
 from agentrel.analysis.decisions.certify import CellCounts, decide
+
+if TYPE_CHECKING:  # the fit is scipy's; a sequential audit's gate needs only the counts
+    from agentrel.analysis.betabinom import BetaBinomialFit
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from rich.table import Table
 from agentrel.harness.cli.errors import ExitCode
 from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image, Scale, Seed
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
-from agentrel.sandbox.databases import DEFAULT_SEED
+from agentrel.sandbox.defaults import DEFAULT_SEED
 
 app = typer.Typer(help="Start, inspect, reset and dump the Postgres sandbox.", no_args_is_help=True)
 image_app = typer.Typer(

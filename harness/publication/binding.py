@@ -15,11 +15,17 @@ from pathlib import Path
 from agentrel.harness.durable import read_model, write_durably
 from agentrel.harness.errors import EnvironmentFailure, UsageError
 from agentrel.harness.publication.canonical import canonical_bytes
+from agentrel.harness.publication.evaluator import (
+    EvaluatorManifest,
+    current_evaluator_manifest,
+    describe_change,
+)
 from agentrel.harness.publication.identity import ProtocolIdentity, diff_identity
+from agentrel.harness.results.layout import EVALUATOR, PROTOCOL
 
-__all__ = ["PROTOCOL_FILE", "bind_protocol", "load_binding"]
+__all__ = ["PROTOCOL_FILE", "bind_protocol", "evaluator_change", "load_binding"]
 
-PROTOCOL_FILE = "protocol.json"
+PROTOCOL_FILE = PROTOCOL
 
 
 def load_binding(results: Path) -> ProtocolIdentity | None:
@@ -48,10 +54,30 @@ def bind_protocol(results: Path, identity: ProtocolIdentity, *, has_runs: bool) 
         parts = diff_identity(old, identity) or ["manifest_hash"]
         raise UsageError(
             f"{path}: the runs here are recorded under protocol {old.protocol_hash[:12]}, but this "
-            f"manifest and code give {identity.protocol_hash[:12]} (differs: {', '.join(parts)}); "
-            "use another --results directory, or the AgentRel version that recorded them"
+            f"manifest and code give {identity.protocol_hash[:12]} (differs: {', '.join(parts)})"
+            f"{evaluator_change(results, old.evaluator_digest, identity.evaluator_digest)}; use another "
+            "--results directory, or the code and libraries that recorded them"
         )
+    evaluator = current_evaluator_manifest()
     try:
         write_durably(path, canonical_bytes(identity.model_dump(mode="json")))
+        if evaluator.digest == identity.evaluator_digest:  # what the digest was computed from, to name
+            # what moved it later (a test may bind another digest; then there is nothing to describe)
+            write_durably(results / EVALUATOR, canonical_bytes(evaluator.model_dump(mode="json")))
     except OSError as exc:
         raise EnvironmentFailure(f"{path}: cannot write the protocol identity ({exc.strerror})") from None
+
+
+def evaluator_change(results: Path, recorded: str, current: str) -> str:
+    """`: <what changed>` when the evaluator digest moved and the directory kept what it was made from
+    (`evaluator.json`, written since this version); empty otherwise."""
+    if recorded == current:
+        return ""
+    path = results / EVALUATOR
+    try:
+        old = EvaluatorManifest.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return " (which libraries or files changed is unknown: the directory has no readable evaluator.json)"
+    if old.digest != recorded:
+        return f" ({path} does not match the recorded digest, so what changed cannot be named)"
+    return f" — the evaluator changed: {describe_change(old, current_evaluator_manifest())}"

@@ -26,6 +26,8 @@ __all__ = [
     "ENTRY_MODULES",
     "EvaluatorManifest",
     "current_evaluator_digest",
+    "current_evaluator_manifest",
+    "describe_change",
     "evaluator_manifest",
 ]
 
@@ -59,6 +61,36 @@ def evaluator_manifest(
 
 
 @functools.cache
+def current_evaluator_manifest() -> EvaluatorManifest:
+    """The manifest of the code this process runs (read once: the files do not change under a process)."""
+    return evaluator_manifest()
+
+
 def current_evaluator_digest() -> str:
-    """The digest of the code this process runs (read once: the files do not change under a process)."""
-    return evaluator_manifest().digest
+    return current_evaluator_manifest().digest
+
+
+def describe_change(old: EvaluatorManifest, new: EvaluatorManifest) -> str:
+    """What moved the digest, in words a user can act on: each library whose version or bytes changed,
+    was added or left, and how many evaluated files changed (the first few named)."""
+    before = {name: (version, digest) for name, version, digest, _ in old.libraries}
+    after = {name: (version, digest) for name, version, digest, _ in new.libraries}
+    parts: list[str] = []
+    for name in sorted(before.keys() | after.keys()):
+        was, now = before.get(name), after.get(name)
+        if was == now:
+            continue
+        if was is None:
+            parts.append(f"{name} {now[0]} added")  # type: ignore[index]
+        elif now is None:
+            parts.append(f"{name} {was[0]} removed")
+        elif was[0] != now[0]:
+            parts.append(f"{name} {was[0]} -> {now[0]}")
+        else:
+            parts.append(f"{name} {now[0]} (same version, other files)")
+    old_files, new_files = dict(old.files), dict(new.files)
+    moved = sorted(f for f in old_files.keys() | new_files.keys() if old_files.get(f) != new_files.get(f))
+    if moved:
+        shown = ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3 else "")
+        parts.append(f"AgentRel's own files: {shown}")
+    return "; ".join(parts) if parts else "the entry modules differ"

@@ -8,11 +8,15 @@ finds it**: a file under an importable top-level package is read from that packa
 `.libs`, single data files) from the distribution's own location. Metadata (`*.dist-info`), byte-code
 caches and files installed outside the environment (scripts under `../bin`) are not code that runs here.
 
-Which distributions: those that provide the top-level names the evaluated modules import
-(`packages_distributions`), closed over their `Requires-Dist` with the markers of this interpreter and the
-extras that were asked for (agentrel's own `psycopg[binary]` brings `psycopg-binary`). A name no installed
-distribution provides (an optional extra not installed) is bound as absent, or, when it is importable
-anyway, by the files under its import location.
+Which distributions: those of AgentRel's own required dependencies (closed over their `Requires-Dist`
+with the markers of this interpreter and the extras that were asked for: agentrel's own `psycopg[binary]`
+brings `psycopg-binary`) that provide a top-level name the evaluated modules import
+(`packages_distributions`). A library only an optional extra brings (`docker`, `ray`, `mcp`, the view's
+server) is not part of the evaluator: installing the extra must not move the protocol of an audit that
+never uses it, and an audit that does use one binds it where it is used (an agent program's environment
+in its subject identity, the docker image by its digest). A name no installed distribution provides is
+bound by the files under its import location when it is importable anyway (a package on PYTHONPATH), and
+left out when it is not.
 """
 
 from __future__ import annotations
@@ -22,28 +26,18 @@ import hashlib
 import importlib.metadata as metadata
 import importlib.util
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from agentrel.harness.publication.file_digests import sha256_files
+
 __all__ = ["LibraryBinding", "bind_libraries"]
 
 LibraryBinding = tuple[str, str, str, int]  # (distribution or import name, version, files digest, n files)
 _SKIP_SUFFIXES = (".pyc", ".pyo")
-_CHUNK = 1 << 20
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)  # hashlib releases the GIL on large buffers: threads help
-    except OSError:
-        return "missing"
-    return digest.hexdigest()
+DISTRIBUTION = "agentrel"  # our own distribution: its required dependencies are the libraries bound
 
 
 @functools.cache
@@ -126,19 +120,9 @@ def _requirements(dist: metadata.Distribution, extras: frozenset[str]) -> list[t
     return wanted
 
 
-def _closure(tops: Iterable[str]) -> tuple[dict[str, metadata.Distribution], list[str]]:
-    """Distributions providing `tops` and what they require; and the names nothing installed provides."""
-    providers = metadata.packages_distributions()
-    own = _distribution("agentrel")
-    asked: dict[str, frozenset[str]] = dict(_requirements(own, frozenset())) if own is not None else {}
-    pending: list[tuple[str, frozenset[str]]] = []
-    unclaimed: list[str] = []
-    for top in sorted(set(tops)):
-        names = providers.get(top)
-        if not names:
-            unclaimed.append(top)
-        for name in names or []:
-            pending.append((str(canonicalize_name(name)), asked.get(canonicalize_name(name), frozenset())))
+def _installed_closure(roots: Iterable[tuple[str, frozenset[str]]]) -> dict[str, metadata.Distribution]:
+    """The installed distributions `roots` name, closed over what each requires (with its extras)."""
+    pending = list(roots)
     found: dict[str, metadata.Distribution] = {}
     done: set[tuple[str, frozenset[str]]] = set()
     while pending:
@@ -151,7 +135,29 @@ def _closure(tops: Iterable[str]) -> tuple[dict[str, metadata.Distribution], lis
             continue
         found[key] = dist
         pending.extend(_requirements(dist, extras))
-    return found, unclaimed
+    return found
+
+
+def _closure(tops: Iterable[str]) -> tuple[dict[str, metadata.Distribution], list[str]]:
+    """The required distributions providing `tops`, and what they require; and the names nothing
+    installed provides but that import anyway (from a folder on PYTHONPATH)."""
+    providers = metadata.packages_distributions()
+    own = _distribution(DISTRIBUTION)
+    asked: dict[str, frozenset[str]] = dict(_requirements(own, frozenset())) if own is not None else {}
+    required = _installed_closure(asked.items()) if own is not None else None
+    pending: list[tuple[str, frozenset[str]]] = []
+    unclaimed: list[str] = []
+    for top in sorted(set(tops)):
+        names = [str(canonicalize_name(n)) for n in providers.get(top) or []]
+        if not names:
+            if _import_location(top) is not None:
+                unclaimed.append(top)
+            continue  # not installed and not importable: nothing runs it, and installing it is an extra
+        for name in names:
+            # Without our own metadata (a bare checkout on PYTHONPATH) nothing tells required from extra.
+            if required is None or name in required:
+                pending.append((name, asked.get(canonicalize_name(name), frozenset())))
+    return _installed_closure(pending), unclaimed
 
 
 def _digest(files: list[tuple[str, str]]) -> str:
@@ -170,10 +176,8 @@ def bind_libraries(tops: tuple[str, ...]) -> tuple[LibraryBinding, ...]:
         groups[(key, dist.version)] = _code_files(dist)
     for top in unclaimed:
         files = _files_of_import(top)
-        groups[(f"import:{top}", "unclaimed" if files else "absent")] = files
-    jobs = [path for files in groups.values() for _, path in files]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        hashes = dict(zip(jobs, pool.map(_sha256, jobs), strict=True))
+        groups[(f"import:{top}", "unclaimed")] = files
+    hashes = sha256_files(path for files in groups.values() for _, path in files)
     bound: list[LibraryBinding] = []
     for (name, version), files in sorted(groups.items()):
         listed = [(rel, hashes[path]) for rel, path in files]

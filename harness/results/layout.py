@@ -3,6 +3,7 @@
     results/
       manifest.json               the resolved matrix (the preregistration)
       protocol.json               the protocol identity the directory's runs carry
+      evaluator.json              the evaluator's files and libraries behind that identity's digest
       freeze.json                 the protocol freeze (`agentrel protocol freeze`)
       execution_environment.json  what the runs executed on, observed from its sources
       execution_slots.jsonl       where remote executor slots ran (observed facts, not protocol)
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 MANIFEST = "manifest.json"
 PROTOCOL = "protocol.json"
+EVALUATOR = "evaluator.json"
 FREEZE = "freeze.json"
 EXECUTION_ENVIRONMENT = "execution_environment.json"
 EXECUTION_SLOTS = "execution_slots.jsonl"
