@@ -14,6 +14,7 @@ import secrets
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from agentrel.sandbox import roles, tracking
 from agentrel.sandbox.defaults import DEFAULT_SEED  # one default for `--seed`
 from agentrel.sandbox.dump import dump_database
 from agentrel.sandbox.environments.contract import Environment
+from agentrel.sandbox.notices import notice
 from agentrel.sandbox.servers.base import FixtureError, SandboxError, Server
 
 PREFIX = "agentrel_"
@@ -177,7 +179,7 @@ class Databases:
                     roles.grant_tables(conn)
             return state
 
-        return self._build(self.seed_name(seed, scale), make)
+        return self._build(self.seed_name(seed, scale), make, f"the {self.env.name} seed template")
 
     def build_seed(self, name: str, seed: str = DEFAULT_SEED, scale: int = 1) -> State:
         """Create database `name` and run the environment's build in it; return its dump. Where the build
@@ -217,15 +219,17 @@ class Databases:
                     tracking.reset(conn)
             return dump_database(self.server.conninfo(tmp), self.env.table_infos().values())
 
-        return self._build(f"{PREFIX}task_{key[:20]}", make)
+        return self._build(f"{PREFIX}task_{key[:20]}", make, f"the template of task {task_id}")
 
-    def _build(self, name: str, make: Callable[[str], State]) -> Template:
+    def _build(self, name: str, make: Callable[[str], State], what: str) -> Template:
         """Build template `name` once: `make(tmp)` fills a scratch database and returns its state, which
         is then published by renaming, its digest in the database comment. Reused while it exists."""
         digest = self.comment(name)
         if digest:
             return Template(name, digest)
         tmp = self._tmp_name()
+        notice(f"building {what} (first use of this seed and code)")
+        started = time.monotonic()
         try:
             state = make(tmp)
             digest = state.digest()
@@ -237,6 +241,7 @@ class Databases:
             self.drop(tmp)
             raise
         self._cache(name, state)
+        notice(f"built {what} in {time.monotonic() - started:.1f} s")
         return Template(name, digest)
 
     def template_state(self, template: Template) -> State:

@@ -89,8 +89,24 @@ for _module in (
     _module.register(app)
 
 
+def _show_notices() -> None:
+    """Slow first-use work (a cluster created, a template built, a wheel fetched) says so on stderr as
+    it starts, so no command is silent for seconds (sandbox/notices.py)."""
+    import logging
+
+    from agentrel.sandbox.notices import LOGGER
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("agentrel: %(message)s"))
+    log = logging.getLogger(LOGGER)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
 def main() -> None:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    _show_notices()
     try:
         code = app(standalone_mode=False)
     except UserError as exc:

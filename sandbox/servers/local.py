@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psycopg
 
+from agentrel.sandbox.notices import notice
 from agentrel.sandbox.servers.base import SandboxError, ServerInfo
 
 SUPERUSER = "agentrel"
@@ -146,6 +147,11 @@ class LocalCluster:
             self._bin("initdb")  # fail on missing binaries before creating any directory
             with self._lock():
                 if not self._accepting():
+                    fresh = not (self.datadir / "PG_VERSION").exists()
+                    notice(
+                        f"{'creating' if fresh else 'starting'} the private Postgres cluster in {self.home}"
+                        f"{' (first use, about 10 s)' if fresh else ''}; `agentrel sandbox down` stops it"
+                    )
                     self._initdb_if_needed()
                     self._start()
         self._ensure_run_space()

