@@ -7,12 +7,38 @@ say which, with the commands that make a publishable audit.
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 FREEZE_CODES = {"freeze_missing", "run_not_frozen", "run_before_freeze"}
 NOT_REPLAYED = {"results", "plan"}  # the advice gives its own results directory, and plans first
+
+
+def command(argv0: str | None = None, found: str | None = None) -> str:
+    """How the user can type `agentrel` again: the plain name when it is on PATH (or when we were not
+    started as the console script), else the script's own path, as after `make audit` (`.venv/bin/...`,
+    never activated). `argv0` and `found` (what PATH resolves `agentrel` to) are for tests."""
+    script = argv0 if argv0 is not None else sys.argv[0]
+    on_path = found if argv0 is not None else shutil.which("agentrel")
+    if Path(script).name != "agentrel":
+        return "agentrel"  # `python -m agentrel...`: the user's own way in
+    if on_path is not None and os.path.realpath(on_path) == os.path.realpath(script):
+        return "agentrel"
+    return shlex.quote(script)
+
+
+def path_hint() -> list[str]:
+    """A line saying how to put `agentrel` on PATH, when the commands above had to spell its path."""
+    name = command()
+    if name == "agentrel":
+        return []
+    venv = Path(sys.argv[0]).parent / "activate"
+    how = f"`source {shlex.quote(str(venv))}`" if venv.exists() else "activate its environment"
+    return [f"(agentrel is not on your PATH: {how} to type `agentrel` instead of {name})"]
 
 
 def given_options(ctx: Any, skip: set[str] = NOT_REPLAYED) -> list[str]:
@@ -57,7 +83,7 @@ def publication_lines(results: Path, options: list[str]) -> list[str]:
     if proof.eligible:
         return [
             f"This audit is publishable (frozen protocol {proof.protocol_hash[:12]}, every registered run "
-            f"measured): `agentrel publish {shlex.quote(str(results))}` writes its scorecard."
+            f"measured): `{command()} publish {shlex.quote(str(results))}` writes its scorecard."
         ]
     heads = list(dict.fromkeys(code.partition(":")[0] for code in proof.reasons))
     words = "; ".join(meaning(h) for h in heads)
@@ -68,13 +94,14 @@ def publication_lines(results: Path, options: list[str]) -> list[str]:
     if FREEZE_CODES & set(heads):
         fresh = shlex.quote(f"{results}-frozen")
         matrix = shlex.join(options)
+        me = command()
         lines += [
             "A publishable audit fixes its protocol before its runs, so no matrix can be re-rolled until it "
             "looks clean. In a new results directory:",
-            f"  agentrel audit {matrix} --results {fresh} --plan",
-            f"  agentrel protocol freeze {fresh} --by YOUR-NAME",
-            f"  agentrel audit {matrix} --results {fresh}",
-            f"  agentrel publish {fresh}",
+            f"  {me} audit {matrix} --results {fresh} --plan",
+            f"  {me} protocol freeze {fresh} --by YOUR-NAME",
+            f"  {me} audit {matrix} --results {fresh}",
+            f"  {me} publish {fresh}",
         ]
     return lines
 
@@ -82,12 +109,15 @@ def publication_lines(results: Path, options: list[str]) -> list[str]:
 def next_steps(results: Path, report: bool) -> list[str]:
     """Where to look next."""
     where = shlex.quote(str(results))
+    me = command()
     lines = ["Next:"]
     if report:
         lines.append(f"  open {results / 'analysis' / 'report.html'} (or report.md): findings first")
     lines += [
-        f"  agentrel view {where}      browse every run: verdict, changed rows with their rules, transcript",
-        f"  agentrel export damages {where} -o damages.csv      every damage event with its price",
-        f"  agentrel required-k --from {where}      repeats each cell needs to show its damage",
+        f"  {me} view {where}      browse every run: verdict, changed rows with their rules, transcript",
+        f"  {me} export damages {where} -o damages.csv      every damage event with its price",
+        f"  {me} required-k --from {where}      repeats each cell needs to show its damage",
+        f"  {me} sandbox down      stop the private Postgres when done (it stays up for the next audit)",
+        *path_hint(),
     ]
     return lines

@@ -191,3 +191,53 @@ def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path
     assert compared.returncode == 3 and compared.stderr.count("\n") == 1
     assert "a results directory with no scorecard" in compared.stderr
     assert f"agentrel publish {results}" in compared.stderr
+
+
+def test_the_advice_spells_agentrel_as_the_user_can_type_it(tmp_path):
+    """After `make audit` the console script is .venv/bin/agentrel and not on PATH: the advice must name
+    a command that runs, and say how to put it on PATH; on PATH (or `python -m`) it is plain `agentrel`."""
+    from agentrel.harness.cli.next_steps import command
+
+    script = tmp_path / ".venv" / "bin" / "agentrel"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    assert command(".venv/bin/agentrel", None) == ".venv/bin/agentrel"
+    assert command(str(script), "/usr/local/bin/agentrel") == str(script)  # another agentrel on PATH
+    assert command(str(script), str(script)) == "agentrel"
+    assert command("/x/agentrel/harness/cli/__main__.py", None) == "agentrel"
+
+
+def test_make_audit_style_advice_runs_as_printed(sandbox, tmp_path):
+    """The console script run by its path, with no agentrel on PATH: every advice line it prints runs."""
+    import shutil
+
+    bin_dir = Path(sys.executable).parent
+    script = bin_dir / "agentrel"
+    if not script.exists():
+        raise AssertionError(f"the console script is not installed beside {sys.executable}")
+    path = os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if shutil.which("agentrel", path=p) is None
+    )
+    res = subprocess.run(
+        [
+            str(script),
+            "audit",
+            "-m",
+            "scripted/overreach",
+            "--k",
+            "1",
+            "--tasks",
+            "csm-goodwill-cap",
+            "--results",
+            str(tmp_path / "r"),
+            "--no-report",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": path, "COLUMNS": "200"},
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr
+    assert f"  {script} view {tmp_path / 'r'}" in res.stderr
+    assert "agentrel is not on your PATH: `source " in res.stderr
+    assert "  agentrel view" not in res.stderr

@@ -15,8 +15,21 @@ from agentrel.sandbox.notices import LOGGER
 def test_an_audit_says_where_its_results_and_state_go_first(sandbox, tmp_path):
     results = tmp_path / "r"
     res = subprocess.run(
-        [sys.executable, "-m", "agentrel.harness.cli", "audit", "-m", "scripted/overreach", "--k", "1"]
-        + ["--tasks", "csm-goodwill-cap", "--results", str(results), "--plan"],
+        [
+            sys.executable,
+            "-m",
+            "agentrel.harness.cli",
+            "audit",
+            "-m",
+            "scripted/overreach",
+            "--k",
+            "1",
+            "--tasks",
+            "csm-goodwill-cap",
+            "--results",
+            str(results),
+            "--plan",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "80"},
