@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
 from agentrel.harness.cli.options import Backend, Dsn, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
+from agentrel.harness.cli.tables import emit
 from agentrel.harness.errors import UsageError
 
 app = typer.Typer(
@@ -25,17 +25,17 @@ def list_() -> None:
     from agentrel.sandbox.environments.registry import current_name, load, names
     from agentrel.sandbox.servers.base import SandboxError
 
-    table = Table("name", "fingerprint", "verticals", "description")
+    rows: list[list[str]] = []
     selected = current_name()
     for name in names():
         try:
             env = load(name)
         except SandboxError as exc:
-            table.add_row(name, "-", "-", f"[red]cannot load[/]: {exc}")
+            rows.append([name, "-", "-", f"cannot load: {exc}"])
             continue
         mark = " (selected)" if name == selected else ""
-        table.add_row(name + mark, env.fingerprint()[:12], ", ".join(env.verticals), env.describe())
-    out.print(table)
+        rows.append([name + mark, env.fingerprint()[:12], ", ".join(env.verticals), env.describe()])
+    emit(["name", "fingerprint", "verticals", "description"], rows, console=out)
 
 
 @app.command()

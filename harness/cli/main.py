@@ -34,7 +34,10 @@ from agentrel.harness.cli import (
     view,
 )
 from agentrel.harness.cli.errors import ExitCode, exit_code
+from agentrel.harness.cli.help_format import install as install_help_format
 from agentrel.harness.errors import UserError
+
+install_help_format()
 
 app = typer.Typer(
     name="agentrel",

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 import typer
 import yaml
 from rich.console import Console
-from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
 from agentrel.harness.cli.options import Backend, Dsn, EnvName
 from agentrel.harness.cli.sandbox import sandbox_errors
+from agentrel.harness.cli.tables import emit
 from agentrel.harness.errors import UserError
 
 app = typer.Typer(help="List, show, validate and prove the task suite.", no_args_is_help=True)
@@ -133,7 +133,7 @@ def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvNam
     from agentrel.sandbox.sandbox import Sandbox
 
     tasks = load_suite(patterns=ids)
-    table = Table("task", "script", "expected", "got", "ok")
+    rows: list[list[str]] = []
     bad = 0
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
@@ -142,16 +142,11 @@ def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvNam
                 status.update(f"proving {task.id}")
                 for row in prove_task(sb, prepare(sb, task)):
                     bad += not row.ok
-                    table.add_row(
-                        row.task,
-                        row.script,
-                        row.expected,
-                        row.got,
-                        "[green]ok[/]" if row.ok else f"[red]MISMATCH[/] {row.detail}",
-                    )
-    out.print(table)
+                    ok = "ok" if row.ok else f"MISMATCH {row.detail}"
+                    rows.append([row.task, row.script, row.expected, row.got, ok])
+    emit(["task", "script", "expected", "got", "ok"], rows, console=out)
     if bad:
-        out.print(f"[red]{bad} mismatch(es)[/]")
+        out.print(f"{bad} mismatch(es)", markup=False)
         raise typer.Exit(int(ExitCode.FAILED))
     out.print(f"all {len(tasks)} task(s) proved")
 
