@@ -84,8 +84,12 @@ def analyze_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Report directory [default: <results>/analysis].")
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the JSON summary on stdout (the files written go to stderr)."),
+    ] = False,
     json_file: Annotated[
-        Path | None, typer.Option("--json", help="Also write the JSON summary here.")
+        Path | None, typer.Option("--json-file", help="Also write the JSON summary to this file.")
     ] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=0, help="Cluster-bootstrap resamples.")] = 2000,
     seed: SeedOpt = 0,
@@ -143,7 +147,11 @@ def analyze_command(
         for line in fault_lines(loaded.faults):
             err.print(line, markup=False, soft_wrap=True)
     for path in written if list_files else []:  # an audit names the report in its next steps instead
-        typer.echo(str(path))
+        typer.echo(str(path), err=as_json)
+    if as_json:
+        from agentrel.analysis.summary import build_summary
+
+        typer.echo(build_summary(result).to_json())
 
 
 # --- certificates (issue 27): one section, the same object `agentrel certify` prints ----------------

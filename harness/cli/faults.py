@@ -17,6 +17,7 @@ from agentrel.harness.cli.sandbox import sandbox_errors
 
 app = typer.Typer(help="The fault path's own checks.", no_args_is_help=True)
 out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -24,7 +25,12 @@ def selftest(
     receipts: Annotated[
         Path | None, typer.Option("--receipts", help="Receipt log to append to (default: a temporary file).")
     ] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the cases as JSON here too.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the cases as JSON on stdout instead of the text lines.")
+    ] = False,
+    json_out: Annotated[
+        Path | None, typer.Option("--json-file", help="Also write the cases as JSON to this file.")
+    ] = None,
     dsn: Dsn = None,
     backend: Backend = None,
 ) -> None:
@@ -41,14 +47,19 @@ def selftest(
         with tempfile.TemporaryDirectory() as tmp:
             log = receipts or Path(tmp) / "receipts.jsonl"
             cases = asyncio.run(run_selftest(sb, prepared, log))
+    text = err if as_json else out  # with --json, stdout carries the JSON alone
     for case in cases:
         mark = "ok  " if case.ok else "FAIL"
-        out.print(f"{mark} {case.name:<34} {case.got:<34} ({case.seconds:.1f} s) {case.detail}", markup=False)
+        text.print(
+            f"{mark} {case.name:<34} {case.got:<34} ({case.seconds:.1f} s) {case.detail}", markup=False
+        )
     failed = [c for c in cases if not c.ok]
+    rows = [{**c.__dict__, "ok": c.ok} for c in cases]
     if json_out is not None:
-        rows = [{**c.__dict__, "ok": c.ok} for c in cases]
         json_out.write_text(json.dumps(rows, indent=1))
-    out.print(f"{len(cases) - len(failed)}/{len(cases)} cases as expected", markup=False)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+    text.print(f"{len(cases) - len(failed)}/{len(cases)} cases as expected", markup=False)
     if failed:
         raise typer.Exit(int(ExitCode.FAILED))
 

@@ -26,7 +26,8 @@ def app() -> typer.Typer:
 def test_analyze_puts_the_axes_first_and_everywhere(app, ops_results, tmp_path):
     out, summary = tmp_path / "report", tmp_path / "summary.json"
     res = CliRunner().invoke(
-        app, ["analyze", str(ops_results), "--out", str(out), "--json", str(summary), "--bootstrap", "100"]
+        app,
+        ["analyze", str(ops_results), "--out", str(out), "--json-file", str(summary), "--bootstrap", "100"],
     )
     assert res.exit_code == 0, res.output
     md = (out / "report.md").read_text()

@@ -86,7 +86,7 @@ def test_analyze_round_trip_on_a_small_csv(runner, app, small_csv, tmp_path):
             str(small_csv),
             "--out",
             str(out),
-            "--json",
+            "--json-file",
             str(summary),
             "--bootstrap",
             "300",
@@ -131,7 +131,7 @@ def test_analyze_is_seeded(runner, app, small_csv, tmp_path):
                 str(small_csv),
                 "--out",
                 str(tmp_path / f"o{i}"),
-                "--json",
+                "--json-file",
                 str(path),
                 "--bootstrap",
                 "200",
@@ -182,7 +182,8 @@ def test_mixed_protocols_refused_unless_allowed(runner, app, tmp_path):
 def test_results_directory_reports_failures_and_reference_agents(runner, app, small_results, tmp_path):
     summary = tmp_path / "s.json"
     res = runner.invoke(
-        app, ["analyze", str(small_results), "--json", str(summary), "--bootstrap", "100", "--no-figures"]
+        app,
+        ["analyze", str(small_results), "--json-file", str(summary), "--bootstrap", "100", "--no-figures"],
     )
     assert res.exit_code == 0, res.output
     data = json.loads(summary.read_text())
@@ -193,6 +194,15 @@ def test_results_directory_reports_failures_and_reference_agents(runner, app, sm
     assert "24 valid and 2 invalid runs (harness_invalid 2)" in report and "db clone failed" not in report
     assert "24 valid runs, 2 invalid (harness_invalid 2) in 6 cells" in res.stderr
     assert "reference/stochastic (reference agent)" in report
+
+
+def test_json_means_json_on_stdout(runner, app, small_results, tmp_path):
+    """`--json` is JSON on standard output, as on every other command; the files written go to stderr."""
+    res = runner.invoke(app, ["analyze", str(small_results), "--json", "--bootstrap", "50", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["runs"] == 24 and data["invalid_runs"] == 2
+    assert "report.md" in res.stderr
 
 
 def test_required_k_single_values(runner, app):
@@ -340,7 +350,7 @@ def test_end_to_end_on_real_published_runs(runner, app, arb_csv, tmp_path):
             str(arb_csv),
             "--out",
             str(tmp_path / "arb"),
-            "--json",
+            "--json-file",
             str(summary),
             "--bootstrap",
             "500",

@@ -20,7 +20,7 @@ AGENTREL = (sys.executable, "-m", "agentrel.harness.cli")
 @pytest.fixture(scope="session")
 def selftest(sandbox, agentrel_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("selftest")
-    flags = ["--json", str(out / "cases.json"), "--receipts", str(out / "receipts.jsonl")]
+    flags = ["--json-file", str(out / "cases.json"), "--receipts", str(out / "receipts.jsonl")]
     proc = subprocess.run(
         [*AGENTREL, "faults", "selftest", *flags],
         capture_output=True,
