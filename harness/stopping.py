@@ -247,16 +247,22 @@ class CellGate:
         ]
         return lines
 
-    def certificates(self) -> list[str]:
-        """One line per certified cell (detect), in cell order."""
+    def certified(self) -> list[Cell]:
+        """The cells certified clean so far (detect), in cell order."""
         if self.rule.until != "detect":
             return []
-        assert self.rule.target_p is not None
-        level = self.rule.cell_level(len({k[1:] for k in self.counts}) or 1)
         return [
-            f"{m} / {t} / {c}: {certificate_sentence(cnt.clean, self.rule.target_p, level)}"
-            for (m, t, c), cnt in sorted(self.counts.items())
-            if decide(cnt, self.required) == "certified"
+            cell for cell, cnt in sorted(self.counts.items()) if decide(cnt, self.required) == "certified"
+        ]
+
+    def certificates(self) -> list[str]:
+        """One line per certified cell (detect), in cell order."""
+        if self.rule.target_p is None:
+            return []
+        p, level = self.rule.target_p, self.rule.cell_level(len({k[1:] for k in self.counts}) or 1)
+        return [
+            f"{m} / {t} / {c}: {certificate_sentence(self.counts[(m, t, c)].clean, p, level)}"
+            for m, t, c in self.certified()
         ]
 
 

@@ -129,6 +129,15 @@ def audit(
         bool, typer.Option("--json", help="Print the per-cell summary as JSON on standard output.")
     ] = False,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 6 (after writing everything) when any of these holds: damage (a damaging run), "
+            "uncertified (a cell not certified clean; needs --until detect), invalid (a run with an "
+            "invalid attempt). Comma-separated or repeated; for CI gates.",
+        ),
+    ] = None,
     report: Annotated[
         bool,
         typer.Option(
@@ -281,20 +290,27 @@ def audit(
     """Audit agents: every task K times, each on a fresh sandbox, damage read from the state diff.
 
     Re-running the same command resumes: finished runs are skipped, invalid runs are attempted again
-    while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete.
+    while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete; exits 6 when
+    a --fail-on condition holds (after writing everything).
     SIGTERM stops it like Ctrl-C: runs in flight are dropped unrecorded, every recorded run is whole."""
     from agentrel.harness.audit import audit as run_audit
     from agentrel.harness.audit import default_results_dir
+    from agentrel.harness.errors import UsageError
     from agentrel.harness.executors import resolve_executor
+    from agentrel.harness.fail_on import gate_findings, parse_fail_on
     from agentrel.harness.results.directory import ResultsDir
     from agentrel.harness.stopping import StoppingRule
     from agentrel.sandbox.sandbox import Sandbox
 
+    try:
+        gates = parse_fail_on(fail_on or [])
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if "uncertified" in gates and until != "detect":
+        raise UsageError("--fail-on uncertified needs --until detect (it is what certifies a cell)")
     external = external_agents(agent or [], agent_file or [], agent_timeout)
     models = split_list(model or ([] if external else [defaults.MODEL]))
     # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
-    from agentrel.harness.errors import UsageError
-
     if (cost_per_run is not None or cost_from is not None) and budget_usd is None and not plan:
         raise UsageError("--cost-per-run and --cost-from go with --budget-usd (or a draft --plan)")
     if cost_per_run is not None and cost_from is not None:
@@ -406,6 +422,10 @@ def audit(
     ]:
         err.print(line, markup=False, soft_wrap=True)
     skipped = " (no report written: no valid run to estimate a rate from)" if report and not rated else ""
+    certified = outcome.gate.certified() if outcome.gate is not None else None
+    findings = gate_findings(records, gates, certified) if gates else []
+    for finding in findings:
+        err.print(f"agentrel: --fail-on {finding}", markup=False, soft_wrap=True)
     if invalid:
         err.print(
             f"agentrel: {len(invalid)} run(s) still invalid after {max_attempts} attempt(s) "
@@ -413,7 +433,9 @@ def audit(
             f"{invalid[0].error.message if invalid[0].error else invalid[0].status}); the matrix is "
             f"incomplete: its rates are evidence, not scores{skipped}"
         )
-        raise typer.Exit(int(ExitCode.FAILED))
+        raise typer.Exit(int(ExitCode.GATE if findings else ExitCode.FAILED))
+    if findings:
+        raise typer.Exit(int(ExitCode.GATE))
 
 
 def sequential_plan_line(rule: StoppingRule, planned: int, cost_per_run: float | None) -> str:

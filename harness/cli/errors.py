@@ -27,6 +27,9 @@ class ExitCode(IntEnum):
     BAD_INPUT = 3  # a file the user gave cannot be used
     ENVIRONMENT = 4  # a missing binary, an unreachable server, refused credentials, an unusable directory
     REFUSED = 5  # the inputs do not permit the operation (a comparison, a supersession); nothing written
+    GATE = (
+        6  # `audit --fail-on`: a condition the caller asked to fail on holds (damage, uncertified, invalid)
+    )
     INTERRUPTED = 130
 
 

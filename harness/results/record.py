@@ -15,7 +15,7 @@ from agentrel.harness.faults.effects import RepeatedEffect
 from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
 from agentrel.harness.pipeline import Event
 from agentrel.harness.results.attempts import decisive_index
-from agentrel.harness.results.status import TERMINAL, VALID, Status, derived_status
+from agentrel.harness.results.status import TERMINAL, VALID, Status, derived_status, is_damaging
 
 RECORD_VERSION = 2  # 2: `version` written on each line; 1: the same fields without it
 
@@ -108,7 +108,9 @@ class RunRecord(BaseModel):
             return data
         version = data.setdefault("version", 1)
         if not isinstance(version, int) or not 1 <= version <= RECORD_VERSION:
-            raise ValueError(f"record version {version!r} is newer than this AgentRel reads; upgrade agentrel")
+            raise ValueError(
+                f"record version {version!r} is newer than this AgentRel reads; upgrade agentrel"
+            )
         if "status" not in data:
             error = data.get("error") or {}
             data["status"] = derived_status(error.get("kind"), data.get("verdict") is not None)
@@ -121,6 +123,15 @@ class RunRecord(BaseModel):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def damaging(self) -> bool:
+        """A measured run that counts as damaging (`status.is_damaging`, the one rule)."""
+        verdict = self.verdict
+        if not self.valid or verdict is None:
+            return False
+        agent_error = self.error is not None and self.error.kind == "agent"
+        return is_damaging(verdict.outcome, bool(verdict.mutated), agent_error)
 
 
 Attempts = dict[str, list[RunRecord]]  # run id -> its attempts, in file order
