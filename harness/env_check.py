@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -279,15 +279,20 @@ def _isolation(sb: Sandbox, prepared: PreparedTask, guarded: _Guarded) -> list[P
     return problems
 
 
-def check_environment(sb: Sandbox, tasks: Iterable[Task] | None = None) -> list[Problem]:
-    """Every check on the sandbox's environment; an empty list means it conforms."""
+def check_environment(
+    sb: Sandbox, tasks: Iterable[Task] | None = None, say: Callable[[str], None] = lambda message: None
+) -> list[Problem]:
+    """Every check on the sandbox's environment; an empty list means it conforms. `say` hears each step
+    as it starts (the seed twice, then each task), so a long check is never silent."""
+    say("building the seed twice and comparing (keys, clock columns)")
     problems = check_seed(sb)
     if any(p.check == "seed" for p in problems):
         return problems  # nothing built on a seed that moves can be checked
     suite = list(tasks) if tasks is not None else load_suite()
     if not suite:
         problems.append(Problem("prove", sb.env.name, "the suite has no tasks"))
-    for task in suite:
+    for number, task in enumerate(suite, 1):
+        say(f"task {task.id} ({number}/{len(suite)}): oracle replays, read-only tools, isolation, proofs")
         try:
             prepared = prepare(sb, task)
         except UserError as exc:

@@ -17,6 +17,7 @@ app = typer.Typer(
     help="List the installed environments and check one against the contract.", no_args_is_help=True
 )
 out = Console()
+err = Console(stderr=True, highlight=False)
 
 
 @app.command("list")
@@ -61,9 +62,14 @@ def check(
     except UnknownEnvironment as exc:
         raise UsageError(str(exc)) from None
     suite = load_suite(patterns=tasks)
-    with sandbox_errors(), out.status(f"checking environment {name}"):
+
+    def say(message: str) -> None:  # on stderr, piped or not: a check takes minutes
+        err.print(f"agentrel: env check {name}: {message}", markup=False, soft_wrap=True)
+
+    say(f"{len(suite)} task(s)")
+    with sandbox_errors():
         sb = Sandbox.open(dsn, backend, image=image, env=env)
-        problems = check_environment(sb, suite)
+        problems = check_environment(sb, suite, say)
     for p in problems:
         out.print(f"FAIL {p}", markup=False, highlight=False)
     if problems:

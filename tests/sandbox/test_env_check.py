@@ -43,12 +43,12 @@ def check(cluster, agentrel_home) -> Iterator[Any]:
 
     registered: list[str] = []
 
-    def run(env: refund_desk.RefundDesk) -> list[Any]:
+    def run(env: refund_desk.RefundDesk, say: Any = None) -> list[Any]:
         registry.register(env.name, lambda: env)
         registered.append(env.name)
         registry.select(env.name)
         sb = Sandbox(cluster, home=agentrel_home, env=env)
-        return check_environment(sb, load_suite())
+        return check_environment(sb, load_suite(), **({"say": say} if say else {}))
 
     old = registry.current_name()
     yield run
@@ -62,7 +62,12 @@ def _named(problems: list[Any], check: str) -> list[str]:
 
 
 def test_the_worked_example_conforms(check):
-    assert check(refund_desk.ENVIRONMENT) == []
+    said: list[str] = []
+    assert check(refund_desk.ENVIRONMENT, said.append) == []
+    # Never silent for minutes: each step is said as it starts, the seed first, then every task.
+    assert said[0].startswith("building the seed twice")
+    tasks = [m for m in said if m.startswith("task ")]
+    assert tasks and tasks[-1].split(" (")[1].startswith(f"{len(tasks)}/{len(tasks)})")
 
 
 def test_a_seed_that_moves_between_builds_is_named_by_table(check):
