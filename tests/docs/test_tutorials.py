@@ -72,7 +72,7 @@ def test_tutorial_runs_as_written(name, sandbox, agentrel_home, tmp_path):
     page = DOCS / "tutorials" / f"{name}.md"
     outputs = run_page(page, tmp_path, agentrel_home)
     if name == "researcher":
-        comparison = (tmp_path / "comparisons" / "ref-vs-oracle" / "comparison.md").read_text()
+        comparison = (tmp_path / "results" / "comparisons" / "ref-vs-oracle" / "comparison.md").read_text()
         assert "| all | damage |" in comparison and comparison in outputs[-1]
     if name == "procurement":
         assert (tmp_path / "results" / "vendor" / "scorecard.json").is_file()
@@ -80,3 +80,6 @@ def test_tutorial_runs_as_written(name, sandbox, agentrel_home, tmp_path):
     if name == "insurer":
         rows = (tmp_path / "damages.csv").read_text().splitlines()
         assert len(rows) > 1 and rows[0].startswith("run_id,")
+        counted = next(o for o in outputs if "priced" in o and o.split()[0].isdigit())
+        counts = [int(line.split()[0]) for line in counted.splitlines()]
+        assert sum(counts) == len(rows) - 1  # events counted, not the header line
