@@ -44,6 +44,14 @@ docs: $(DOCS_STAMP)
 	$(BIN)/python -m pytest -p no:xdist tests/docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
+# The site alone, to read it: the reference pages regenerated and mkdocs --strict, without re-running the
+# tutorials (seconds, not minutes). `make docs` is the full check CI runs.
+.PHONY: docs-site
+docs-site: $(DOCS_STAMP)
+	$(BIN)/python scripts/gen_docs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	@echo "make: the site is in site/ (open site/index.html)"
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2
 
