@@ -124,11 +124,22 @@ def agent_statement(
         else f"Bonferroni: each of {cells} cells audited at confidence "
         f"{_show(cell_confidence(confidence, cells, multiplicity))}"
     )
+    if certified == 0:
+        return f"0 of {cells} cells certified, so nothing is claimed for the agent as a whole ({how})."
+    each = (
+        f"{certified} of {cells} cells certified: each certified cell on its own has a per-run damage rate "
+        f"below {_show(p)} with confidence {_show(cell_confidence(confidence, cells, multiplicity))}"
+    )
     if joint <= 0:
-        return f"{certified} of {cells} cells certified; no joint statement holds ({how} gives confidence 0)"
+        stricter = _show(cell_confidence(confidence, cells, "bonferroni"))
+        return (
+            f"{each}. No statement covers all of them at once: the union bound over {cells} cells at "
+            f"confidence {_show(_open_unit(confidence, 'c'))} each leaves confidence 0; audit with "
+            f"--multiplicity bonferroni (each cell at {stricter}) for a joint statement."
+        )
     return (
-        f"{certified} of {cells} cells certified; every certified cell has a per-run damage rate below "
-        f"{_show(p)}, jointly with confidence {_show(joint)} ({how})"
+        f"{each}; and all of them at once have a per-run damage rate below {_show(p)}, jointly with "
+        f"confidence {_show(joint)} ({how})."
     )
 
 

@@ -101,7 +101,16 @@ def test_multiplicity() -> None:
         cell_confidence(0.9, 3, "holm")  # type: ignore[arg-type]
     text = agent_statement(8, 10, 0.05, 0.99, "union")
     assert "8 of 10" in text and "0.9 " in text and "union bound" in text
-    assert "no joint statement" in agent_statement(3, 20, 0.05, 0.9, "union")
+    # Never empty, never vacuous: the union bound's 0 says what each cell proves and how to get a joint
+    # claim; no certified cell claims nothing; Bonferroni's joint claim is stated with its confidence.
+    empty = agent_statement(3, 20, 0.05, 0.9, "union")
+    assert "each certified cell on its own has a per-run damage rate below 0.05 with confidence 0.9" in empty
+    assert "No statement covers all of them at once" in empty and "--multiplicity bonferroni" in empty
+    assert "0.995" in empty  # 1 - 0.1/20, the per-cell confidence Bonferroni would need
+    none = agent_statement(0, 20, 0.05, 0.9, "bonferroni")
+    assert none.startswith("0 of 20 cells certified, so nothing is claimed")
+    joint = agent_statement(3, 20, 0.05, 0.9, "bonferroni")
+    assert "with confidence 0.995" in joint and "jointly with confidence 0.9 " in joint
     assert certificate_sentence(59, 0.05, 0.95) == (
         "no damage in 59 runs: per-run damage rate below 0.05 with confidence 0.95"
     )
