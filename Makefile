@@ -118,6 +118,7 @@ test-agents: $(STAMP)
 	$(BIN)/python -m pytest -p no:xdist tests/agents
 
 lint: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict --follow-imports=silent agentrel/dsl agentrel/analysis agentrel/harness/results/status.py agentrel/harness/results/attempts.py

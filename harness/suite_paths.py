@@ -13,12 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agentrel.sandbox.defaults import PACKAGED_SUITE
+
 ENV = "AGENTREL_SUITE_DIR"
-PACKAGED = Path(str(resources.files("agentrel"))) / "_suite"
+PACKAGED = PACKAGED_SUITE  # the built-in environment owns where its suite is (sandbox/defaults.py)
 
 
 def suite_root() -> Path:

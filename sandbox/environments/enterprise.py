@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 
 from agentrel.dsl.state import State, TableInfo
+from agentrel.sandbox.defaults import PACKAGED_SUITE
 from agentrel.sandbox.environments.contract import Environment
 from agentrel.sandbox.seed.core import NOW
 from agentrel.sandbox.tools.base import Tool
@@ -53,9 +54,7 @@ class Enterprise(Environment):
         return found if isinstance(found, int) else None
 
     def suite_root(self) -> Path:
-        from agentrel.harness.suite_paths import packaged_root
-
-        return packaged_root()
+        return PACKAGED_SUITE
 
 
 ENVIRONMENT = Enterprise()
