@@ -13,6 +13,12 @@ environment contract, the only AGENTREL_* variables it sees (its other variables
     AGENTREL_FINAL_MESSAGE_FILE   where it may write its final message to the user (UTF-8): judged as a
                                   model subject's last answer (a `REFUSAL:` line makes the run refused)
 
+With `--agent-model SPEC` its model calls go through the run's model proxy (`model_proxy`):
+AGENTREL_MODEL_BASE_URL, AGENTREL_MODEL_API_KEY (a per-run token, not a key) and AGENTREL_MODEL, also as
+OPENAI_BASE_URL / OPENAI_API_KEY and ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY; every inherited variable
+holding the upstream's key is removed. Its tokens and cost are then measured by the proxy, and its usage
+file is only a cross-check; without a model proxy, a cost from its usage file is marked `reported`.
+
 Inherited AGENTREL_* variables (the database DSN among them) are removed: the agent acts only through
 the tools. The token never goes on the command line. The run ends when the process exits or its budget
 passes; its process group is then killed. Who failed decides the status (see `ExternalAgent.run`).
@@ -20,6 +26,7 @@ passes; its process group is then killed. Who failed decides the status (see `Ex
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,17 +34,29 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentrel.harness.agents.base import AgentKind, AgentResult, ConfigError, Episode, Failure, Usage
+from agentrel.harness.agents.base import (
+    AgentKind,
+    AgentResult,
+    ConfigError,
+    Episode,
+    Failure,
+    Usage,
+    UsageSource,
+)
 from agentrel.harness.agents.final_text import final_message_events
+from agentrel.harness.agents.model_upstream import resolve_upstream
 from agentrel.harness.agents.process import ProcessEnd, run_process
 from agentrel.harness.errors import UserError
 from agentrel.harness.redact import redact
+
+if TYPE_CHECKING:
+    from agentrel.harness.agents.model_proxy import ModelProxy
 
 PREFIX = "agent"  # an external agent's subject name is agent/<NAME>
 DEFAULT_TIMEOUT_S = 300.0
@@ -50,6 +69,10 @@ ENV_VARS = (
     "AGENTREL_RUN_ID",
     "AGENTREL_USAGE_FILE",
     "AGENTREL_FINAL_MESSAGE_FILE",
+)
+# Replaced by the model proxy's values (a model client reading them reaches the proxy, not the provider).
+PROVIDER_VARS = frozenset(
+    {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_ORG_ID"}
 )
 MAX_FINAL_BYTES = 1 << 20  # a final message is read up to 1 MiB: an agent cannot make the harness read more
 # Placeholders a command may carry; the token is deliberately not one (argv is visible to other users).
@@ -75,6 +98,7 @@ class ExternalSpec(BaseModel):
     code: list[str] = Field(default_factory=list)  # declared code/config files (absolute paths)
     timeout_s: float = DEFAULT_TIMEOUT_S
     cwd: str | None = None
+    model: str | None = None  # --agent-model: the upstream its model proxy forwards to (None: no proxy)
 
     @property
     def subject(self) -> str:
@@ -185,6 +209,8 @@ class ExternalAgent:
         files = [*spec.code, *(a for a in spec.command[1:] if _is_file(a, spec.cwd))]
         # Hashed once, before any run: the files the runs use are the ones the protocol names.
         self.code = {f: _sha256(_at(f, spec.cwd)) for f in dict.fromkeys(files)}
+        self.upstream = resolve_upstream(spec.model) if spec.model else None
+        self._probe_model_env: dict[str, str] | None = None  # while the pre-audit probe runs
 
     def config(self) -> dict[str, Any]:
         return {
@@ -193,6 +219,8 @@ class ExternalAgent:
             "command": list(self.spec.command),
             "code": dict(sorted(self.code.items())),
             "timeout_s": self.spec.timeout_s,
+            # Only with a model proxy, so an agent audited without one keeps its config hash.
+            **({"model": self.upstream.config()} if self.upstream is not None else {}),
         }
 
     def preflight(self) -> None:
@@ -203,7 +231,21 @@ class ExternalAgent:
 
         from agentrel.harness.agents.probe import probe
 
-        problem = asyncio.run(probe(self, min(self.spec.timeout_s, PROBE_S)))
+        if self.upstream is not None:  # its key refused, its endpoint unreachable: before any run
+            self.upstream.preflight()
+
+        async def probed() -> str | None:
+            if self.upstream is None:
+                return await probe(self, min(self.spec.timeout_s, PROBE_S))
+            # The probe's model: a scripted one that calls no tool and says so (no upstream is paid).
+            async with probe_proxy() as proxy:
+                self._probe_model_env = proxy.environment()
+                try:
+                    return await probe(self, min(self.spec.timeout_s, PROBE_S))
+                finally:
+                    self._probe_model_env = None
+
+        problem = asyncio.run(probed())
         if problem is not None:  # the command the user gave cannot be used (exit 3, as a bad file)
             raise UserError(f"agent {self.spec.name}: {problem}")
 
@@ -213,10 +255,21 @@ class ExternalAgent:
         task = episode.task
         with tempfile.TemporaryDirectory(prefix="agentrel-agent-") as tmp:
             face = EpisodeFace(task, episode.tools, episode.call)
-            async with face:
+            # --- model proxy: started with the run, its variables in the agent's environment, its calls
+            # collected into the result after the run (`model_env` lists the endpoint it must reach) ---
+            proxy = self.model_proxy(episode)
+            async with face, proxy or contextlib.nullcontext():
+                model_env = proxy.environment() if proxy is not None else None
+                # --- end model proxy ---
                 assert face.token is not None
                 env = self.environment(
-                    Path(tmp), face.url, face.token, task.system_prompt, task.user_prompt, episode.run_id
+                    Path(tmp),
+                    face.url,
+                    face.token,
+                    task.system_prompt,
+                    task.user_prompt,
+                    episode.run_id,
+                    model_env=model_env,
                 )
                 end = await run_process(
                     self.argv(env),
@@ -225,12 +278,31 @@ class ExternalAgent:
                     cwd=Path(self.spec.cwd) if self.spec.cwd else None,
                     marker=f"AGENTREL_MCP_TOKEN={face.token}",
                 )
-            return self.result(end, face.connected, face.died, Path(tmp), face.token or "")
+            return self.result(end, face.connected, face.died, Path(tmp), face.token or "", proxy)
+
+    def model_proxy(self, episode: Episode) -> ModelProxy | None:
+        """The run's model proxy (not yet started), or None without --agent-model."""
+        if self.upstream is None:
+            return None
+        from agentrel.harness.agents.model_proxy import ModelProxy
+
+        scripted = self.upstream.scripted
+        run = scripted.for_run(episode.task, episode.seed) if scripted is not None else None
+        return ModelProxy(self.upstream, episode.seed, run)
 
     def environment(
-        self, tmp: Path, url: str, token: str, system: str, user: str, run_id: str
+        self,
+        tmp: Path,
+        url: str,
+        token: str,
+        system: str,
+        user: str,
+        run_id: str,
+        *,
+        model_env: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """The agent's environment; the files it names (`RunFiles`) are in `tmp`."""
+        """The agent's environment; the files it names (`RunFiles`) are in `tmp`. With a model proxy,
+        `model_env` points its model client there (None: the probe's model, see `preflight`)."""
         files = RunFiles(tmp)
         system_file, user_file = files.system_prompt, files.user_prompt
         # Bytes, so no newline translation: the files hold exactly the prompts a model subject is sent.
@@ -246,21 +318,35 @@ class ExternalAgent:
             AGENTREL_USAGE_FILE=str(files.usage),
             AGENTREL_FINAL_MESSAGE_FILE=str(files.final_message),
         )
+        if self.upstream is not None:
+            env = without_secrets(env, self.upstream.secrets)
+            env.update(model_env or self._probe_model_env or {})
         return env
 
     def argv(self, env: Mapping[str, str]) -> list[str]:
         return [_PLACEHOLDER.sub(lambda m: env[PLACEHOLDERS[m.group(1)]], a) for a in self.spec.command]
 
-    def result(self, end: ProcessEnd, connected: bool, died: bool, tmp: Path, token: str) -> AgentResult:
+    def result(
+        self,
+        end: ProcessEnd,
+        connected: bool,
+        died: bool,
+        tmp: Path,
+        token: str,
+        proxy: ModelProxy | None = None,
+    ) -> AgentResult:
         """Who failed decides: AgentRel's MCP server dying is the harness's failure; anything the agent
-        did (exit non-zero, overrun its budget, never connect) is its own, judged by the state it left."""
+        did (exit non-zero, overrun its budget, never connect) is its own, judged by the state it left.
+        Tokens are the proxy's measure when there is one (the usage file then only a cross-check), else
+        the usage file's, `reported`."""
         files = RunFiles(tmp)
         usage, model, usage_note = read_usage(files.usage)
+        secrets = [token, *((proxy.token, *proxy.upstream.secrets) if proxy is not None else ())]
         final = read_final(files.final_message, token)
         transcript = [
             {
                 "role": stream,
-                "text": redact(captured.text(), [token]),
+                "text": redact(captured.text(), secrets),
                 "bytes": captured.total,
                 "truncated": captured.truncated,
             }
@@ -277,6 +363,15 @@ class ExternalAgent:
                 "final_message": "reported" if final is not None else "not reported",
             }
         )
+        source: UsageSource | None = "reported" if model is not None else None
+        model_calls: list[dict[str, Any]] = []
+        served: str | None = None
+        if proxy is not None:
+            measured = proxy.usage()
+            transcript[-1]["usage_cross_check"] = cross_check(usage if model is not None else None, measured)
+            transcript.extend(proxy.transcript())
+            usage, model, source = measured, proxy.upstream.spec, "measured"
+            model_calls, served = proxy.model_calls(), proxy.served_model()
         error: str | None = None
         failure: Failure | None = None
         if died:
@@ -297,7 +392,10 @@ class ExternalAgent:
             transcript=transcript,
             connected=connected,
             usage_model=model,
+            usage_source=source,
             events=final_message_events(final),
+            model_calls=model_calls,
+            served_model=served,
         )
 
 
@@ -337,6 +435,36 @@ def read_usage(path: Path) -> tuple[Usage, str | None, str]:
             f"unreadable ({why}): expected {json.dumps(UsageReport.model_json_schema()['required'])}",
         )
     return Usage(report.input_tokens, report.output_tokens, 0), report.model, "reported"
+
+
+def probe_proxy() -> ModelProxy:
+    """The pre-audit probe's model proxy: a built-in model that answers every call with one line."""
+    from agentrel.harness.agents.model_proxy import ModelProxy
+    from agentrel.harness.agents.model_upstream import Upstream
+    from agentrel.harness.agents.probe import PROBE_PROMPT, PROBE_RUN_ID
+    from agentrel.harness.agents.scripted_model import ScriptedModel, ScriptedRun
+
+    name = "scripted/probe"
+    upstream = Upstream(name, "scripted", name, scripted=ScriptedModel(name))
+    return ModelProxy(upstream, PROBE_RUN_ID, ScriptedRun(name, [], PROBE_PROMPT.strip()))
+
+
+def cross_check(reported: Usage | None, measured: Usage) -> dict[str, Any]:
+    """The agent's own usage file beside the proxy's measure (the measure is what is priced)."""
+    seen = {"input_tokens": measured.input_tokens, "output_tokens": measured.output_tokens}
+    if reported is None:
+        return {"measured": seen, "reported": None, "agrees": None}
+    said = {"input_tokens": reported.input_tokens, "output_tokens": reported.output_tokens}
+    return {"measured": seen, "reported": said, "agrees": said == seen}
+
+
+def without_secrets(env: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:
+    """The environment without the provider variables the proxy replaces and without any variable
+    that holds one of the upstream's secrets (under whatever name the auditor keeps it)."""
+    kept = [s for s in secrets if len(s) >= 4]
+    return {
+        k: v for k, v in env.items() if k not in PROVIDER_VARS and not any(secret in v for secret in kept)
+    }
 
 
 def _sha256(path: Path) -> str:
