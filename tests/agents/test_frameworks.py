@@ -4,9 +4,8 @@ The OpenAI Agents SDK (`openai-agents`, MCPServerStreamableHttp) and Pydantic AI
 MCPToolset) each run `examples/agents/`'s agent under `audit`, their model the built-in scripted model
 behind AgentRel's model proxy (`--agent-model scripted/<script>`: no key), which follows the task's oracle
 or its damaging counterexample; every model call goes through the proxy and is recorded. The recorded
-verdicts must equal the in-process scripted agents' for the same script: clean, and under a lost response on
-the first write,
-where the reconcile script passes and the naive one refunds twice.
+verdicts must equal the in-process scripted agents' for the same script: clean, and under a lost response
+on the first write, where the reconcile script passes and the naive one refunds twice.
 """
 
 from __future__ import annotations
