@@ -18,6 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
+from agentrel.analysis.axes_table import operational_axes
+from agentrel.analysis.export import runs_frame
+from agentrel.analysis.load_results import load_results
+from agentrel.analysis.report_axes import axes_section
 from agentrel.harness.agents.chat import request_seed
 from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.agents.model_proxy import ModelProxy
@@ -326,9 +330,20 @@ def test_a_cost_only_the_usage_file_gives_is_marked_reported(sandbox, tmp_path):
         "steps": [[s.tool, s.args] for s in task.oracle.steps],
         "usage": {"input_tokens": 1000, "output_tokens": 100, "model": "gpt-4o-mini"},
     }
-    record, _, _ = audited(sandbox, tmp_path, plan, None)
+    record, _, results = audited(sandbox, tmp_path, plan, None)
     assert record.cost_usd == cost(load_prices(), "gpt-4o-mini", 1000, 100)
     assert record.cost_source == "reported"
+    # ... and so it stays wherever the cost is shown: runs.csv, and the cost axis's note that the report
+    # and the signed scorecard (`axes_note`) carry.
+    loaded = load_results(results)
+    (row,) = runs_frame(loaded).to_dict("records")
+    assert row["cost_source"] == "reported" and row["cost_usd"] == record.cost_usd
+    axes = operational_axes(loaded, n_boot=10)
+    assert any(
+        n.startswith("cost of agent/proxied under clean is reported, not measured") for n in axes.notes
+    )
+    section = axes_section(axes, 0.95, 10)  # the report's operational axes
+    assert any("reported, not measured" in str(b) for b in section.blocks)
 
 
 def test_an_agent_calling_with_a_wrong_token_is_refused_in_the_run(sandbox, tmp_path):
