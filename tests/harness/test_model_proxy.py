@@ -23,14 +23,18 @@ from agentrel.analysis.export import runs_frame
 from agentrel.analysis.load_results import load_results
 from agentrel.analysis.report_axes import axes_section
 from agentrel.harness.agents.chat import request_seed
-from agentrel.harness.agents.external import ExternalSpec
+from agentrel.harness.agents.external import ExternalAgent, ExternalSpec
 from agentrel.harness.agents.model_proxy import ModelProxy
 from agentrel.harness.agents.model_upstream import Upstream, resolve_upstream
 from agentrel.harness.audit import audit
+from agentrel.harness.cli.audit import external_agents
+from agentrel.harness.errors import UsageError
 from agentrel.harness.prices import cost, load_prices
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import load_suite
+from agentrel.harness.view import run_html
+from agentrel.harness.view.evidence import RunEvidence
 from tests.harness.fake_provider import CLOSE, FakeProvider, anthropic_text, openai_text
 
 KEY = "sk-auditor-0123456789abcdefREAL"  # the auditor's key: only the fake upstream may ever see it
@@ -315,8 +319,11 @@ def test_the_key_never_reaches_the_agent_and_the_proxy_measures_a_zero_token_lia
     expected = cost(load_prices(), "openai/gpt-4o-mini", 161, 37)
     assert record.cost_usd == expected and expected and expected > 0
     assert record.cost_source == "measured" and record.served_model == "gpt-4o-mini-2024-07-18"
-    messages = json.loads((results / "transcripts" / f"{record.run_id}.json").read_text())["messages"]
+    transcript = json.loads((results / "transcripts" / f"{record.run_id}.json").read_text())
+    messages = transcript["messages"]
     calls = [m for m in messages if m["role"] == "model_call"]
+    shown = run_html._transcript(RunEvidence(record, transcript, None, None), record)  # the view's run page
+    assert "2 model calls through AgentRel" in shown and "model_call" in shown
     assert [c["stream"] for c in calls] == [False, True] and all(c["status"] == 200 for c in calls)
     process = next(m for m in messages if m["role"] == "process")
     assert process["usage_cross_check"]["agrees"] is False  # its usage file said 0: kept, not priced
@@ -354,3 +361,38 @@ def test_an_agent_calling_with_a_wrong_token_is_refused_in_the_run(sandbox, tmp_
     summary = next(m for m in messages if m["role"] == "model_proxy")
     assert summary["refused"] == 1 and summary["calls"] == 0
     assert record.usage.model_calls == 0 and record.cost_usd == 0.0 and record.cost_source == "measured"
+
+
+# --- bad input: one line before anything runs ---
+
+
+@pytest.mark.parametrize(
+    ("model", "agents", "says"),
+    [
+        (
+            "gemini/pro",
+            ["a=python x.py"],
+            "--agent-model 'gemini/pro': use openai/<model>, anthropic/<model>",
+        ),
+        ("openai/gpt-4o", ["a=python x.py"], "set OPENAI_API_KEY"),
+        ("anthropic/claude-haiku-4-5", ["a=python x.py"], "set ANTHROPIC_API_KEY"),
+        ("scripted/follow-injection", ["a=python x.py"], "not served as a model"),
+        ("reference/other", ["a=python x.py"], "the reference model is reference/stochastic"),
+        ("scripted/oracle", [], "--agent-model goes with --agent or --agent-file"),
+    ],
+)
+def test_a_bad_agent_model_is_one_line_before_any_run(monkeypatch, model, agents, says):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(UsageError) as err:
+        external_agents(agents, [], 60.0, model)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_agent_model_joins_the_subject_identity_and_never_its_key(monkeypatch, openai_up):
+    (spec,) = external_agents([f"a={sys.executable} -c pass"], [], 60.0, "openai/gpt-test")
+    config = ExternalAgent(spec).config()
+    assert config["model"]["spec"] == "openai/gpt-test" and config["model"]["request_seed"]
+    assert KEY not in json.dumps(config) and "sk-" not in json.dumps(config)
+    (bare,) = external_agents([f"a={sys.executable} -c pass"], [], 60.0)
+    assert "model" not in ExternalAgent(bare).config()  # an agent audited without a proxy keeps its hash
