@@ -382,6 +382,8 @@ class ExternalAgent:
             error, failure = f"the agent exceeded its {self.spec.timeout_s:g} s budget", "agent"
         elif end.returncode != 0:
             error, failure = f"the agent exited with code {end.returncode}", "agent"
+        if proxy is not None and failure == "agent" and (fault := proxy.upstream_fault()):
+            error, failure = f"provider: {fault} (then {error})", "provider"
         if not connected and failure != "harness":
             error = "the agent never connected to the run's MCP server" + (f" ({error})" if error else "")
         return AgentResult(

@@ -152,6 +152,19 @@ class ModelProxy:
             if c.status == 200
         ]
 
+    def upstream_fault(self) -> str | None:
+        """Why the run's last model call failed on the provider's side (a 5xx, a 502 for an unreachable
+        upstream or a body that is not JSON, a cut stream), or None: an agent program that then ends in
+        error was ended by its provider, as a model subject whose provider fails."""
+        last = self.calls[-1] if self.calls else None
+        if (
+            last is None
+            or last.error is None
+            or (last.status is not None and last.status < 500 and last.status != 200)
+        ):
+            return None
+        return last.error
+
     def transcript(self) -> list[dict[str, Any]]:
         summary = {"role": "model_proxy", "model": self.upstream.spec, "calls": len(self.calls)}
         return [c.entry() for c in self.calls] + [{**summary, "refused": self.refused}]

@@ -4,10 +4,11 @@
 
 PLAN.json: {"steps": [[tool, args], ...], "final": "...", "model_calls": [{"stream": bool}, ...],
 "token": "wrong" (optional: call with another token), "usage": {...} (optional: written to its usage file
-as is)}. It makes the model calls at AGENTREL_MODEL_BASE_URL (Chat Completions) with
-AGENTREL_MODEL_API_KEY, then the tool calls over MCP (plain_mcp_program), and writes REPORT.json: each
-model answer's status and text, and everything it could read of its own (environment, /proc/self/environ,
-argv, the files of its run folder and working directory), for the test to search for the auditor's key.
+as is), "exit_on_error": true (optional: exit 1 when a model call failed)}. It makes the model calls at
+AGENTREL_MODEL_BASE_URL (Chat Completions) with AGENTREL_MODEL_API_KEY, then the tool calls over MCP
+(plain_mcp_program), and writes REPORT.json: each model answer's status and text, and everything it could
+read of its own (environment, /proc/self/environ, argv, the files of its run folder and working
+directory), for the test to search for the auditor's key.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def main() -> None:
         Path(os.environ["AGENTREL_USAGE_FILE"]).write_text(json.dumps(plan["usage"]))
     Path(os.environ["AGENTREL_FINAL_MESSAGE_FILE"]).write_text(plan.get("final") or "done", encoding="utf-8")
     Path(sys.argv[2]).write_text(json.dumps({"answers": answers, "readable": readable()}))
+    if plan.get("exit_on_error") and any(a["status"] != 200 for a in answers):
+        sys.exit(1)  # as a framework does when its model keeps failing
 
 
 if __name__ == "__main__":

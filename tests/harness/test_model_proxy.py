@@ -396,3 +396,17 @@ def test_the_agent_model_joins_the_subject_identity_and_never_its_key(monkeypatc
     assert KEY not in json.dumps(config) and "sk-" not in json.dumps(config)
     (bare,) = external_agents([f"a={sys.executable} -c pass"], [], 60.0)
     assert "model" not in ExternalAgent(bare).config()  # an agent audited without a proxy keeps its hash
+
+
+def test_an_agent_ended_by_its_failing_provider_is_a_provider_failure(sandbox, tmp_path, monkeypatch):
+    """The last model call got the upstream's 500 and the agent then exited in error: the provider
+    failed (provider_invalid, retried), as for a model subject; its own 4xx would be the agent's."""
+    with FakeProvider(accept_key=KEY) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        fake.queue(500, {"error": {"message": "overloaded"}})
+        plan = {"steps": [], "model_calls": [{"stream": False}], "exit_on_error": True}
+        record, report, _ = audited(sandbox, tmp_path, plan, "openai/gpt-4o-mini")
+    assert report["answers"][0]["status"] == 500
+    assert record.status == "provider_invalid" and record.error is not None
+    assert record.error.kind == "provider" and "upstream HTTP 500" in record.error.message
