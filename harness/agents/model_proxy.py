@@ -373,6 +373,12 @@ class ModelProxy:
                     yield data.encode()
         except httpx.HTTPError as exc:
             call.error = f"the upstream's stream broke ({type(exc).__name__})"
+        except (asyncio.CancelledError, GeneratorExit):
+            # The agent hung up mid-stream: what it was sent so far is still the call's record.
+            call.read(reader.reading)
+            call.error = "the agent closed the stream before its end"
+            call.response, call.elapsed_ms = "".join(kept)[:KEEP_CHARS], _ms(t0)
+            raise
         finally:
             await resp.aclose()
         call.read(reader.reading)
