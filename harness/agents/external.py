@@ -34,12 +34,13 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentrel.harness.agents.agent_model import cross_check, probe_proxy, without_secrets
 from agentrel.harness.agents.base import (
     AgentKind,
     AgentResult,
@@ -69,10 +70,6 @@ ENV_VARS = (
     "AGENTREL_RUN_ID",
     "AGENTREL_USAGE_FILE",
     "AGENTREL_FINAL_MESSAGE_FILE",
-)
-# Replaced by the model proxy's values (a model client reading them reaches the proxy, not the provider).
-PROVIDER_VARS = frozenset(
-    {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_ORG_ID"}
 )
 MAX_FINAL_BYTES = 1 << 20  # a final message is read up to 1 MiB: an agent cannot make the harness read more
 # Placeholders a command may carry; the token is deliberately not one (argv is visible to other users).
@@ -437,36 +434,6 @@ def read_usage(path: Path) -> tuple[Usage, str | None, str]:
             f"unreadable ({why}): expected {json.dumps(UsageReport.model_json_schema()['required'])}",
         )
     return Usage(report.input_tokens, report.output_tokens, 0), report.model, "reported"
-
-
-def probe_proxy() -> ModelProxy:
-    """The pre-audit probe's model proxy: a built-in model that answers every call with one line."""
-    from agentrel.harness.agents.model_proxy import ModelProxy
-    from agentrel.harness.agents.model_upstream import Upstream
-    from agentrel.harness.agents.probe import PROBE_PROMPT, PROBE_RUN_ID
-    from agentrel.harness.agents.scripted_model import ScriptedModel, ScriptedRun
-
-    name = "scripted/probe"
-    upstream = Upstream(name, "scripted", name, scripted=ScriptedModel(name))
-    return ModelProxy(upstream, PROBE_RUN_ID, ScriptedRun(name, [], PROBE_PROMPT.strip()))
-
-
-def cross_check(reported: Usage | None, measured: Usage) -> dict[str, Any]:
-    """The agent's own usage file beside the proxy's measure (the measure is what is priced)."""
-    seen = {"input_tokens": measured.input_tokens, "output_tokens": measured.output_tokens}
-    if reported is None:
-        return {"measured": seen, "reported": None, "agrees": None}
-    said = {"input_tokens": reported.input_tokens, "output_tokens": reported.output_tokens}
-    return {"measured": seen, "reported": said, "agrees": said == seen}
-
-
-def without_secrets(env: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:
-    """The environment without the provider variables the proxy replaces and without any variable
-    that holds one of the upstream's secrets (under whatever name the auditor keeps it)."""
-    kept = [s for s in secrets if len(s) >= 4]
-    return {
-        k: v for k, v in env.items() if k not in PROVIDER_VARS and not any(secret in v for secret in kept)
-    }
 
 
 def _sha256(path: Path) -> str:
