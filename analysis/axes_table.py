@@ -125,7 +125,7 @@ def operational_axes(
         _stack("reliability", reliability(runs, g, alpha), kinds, None),
         _stack("pass_hat_k", consistency(runs, g, n_boot, seed, alpha), kinds, None),
     ]
-    notes = []
+    notes = reported_cost_notes(runs)
     if not loaded.optimal_steps:
         notes.append("no task declares optimal_steps (manifest.json), so efficiency is n/a")
     conds = index.get_level_values("condition")
@@ -159,4 +159,27 @@ def operational_axes(
     return AxesResult(table, order, notes)
 
 
-__all__ = ["AXES", "AXIS_COLUMNS", "VALUE_COLUMNS", "AxesResult", "AxisSpec", "operational_axes"]
+def reported_cost_notes(runs: pd.DataFrame) -> list[str]:
+    """One note per (agent, condition) whose cost axis holds costs only the agent program reported (its
+    usage file, not measured by AgentRel's model proxy): said beside the axis wherever it is shown."""
+    reported = runs[(runs["cost_source"] == "reported").to_numpy()]
+    if reported.empty:
+        return []
+    counts = reported.groupby(["model", "condition"], sort=True).size()
+    total = runs.groupby(["model", "condition"]).size()
+    return [
+        f"cost of {model} under {condition} is reported, not measured: {n} of {total[(model, condition)]}"
+        " valid runs priced from the agent program's own usage file (audit it with --agent-model)"
+        for (model, condition), n in counts.items()
+    ]
+
+
+__all__ = [
+    "AXES",
+    "AXIS_COLUMNS",
+    "VALUE_COLUMNS",
+    "AxesResult",
+    "AxisSpec",
+    "operational_axes",
+    "reported_cost_notes",
+]

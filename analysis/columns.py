@@ -119,6 +119,12 @@ RUNS = FileSpec(
         Column("dollars", "the run's priced damage, exact; empty if invalid"),
         Column("currency", "`USD`"),
         Column("events", "the run's rows in `damages.csv`"),
+        Column("cost_usd", "the run's token cost in US dollars; empty when unknown or the run is invalid"),
+        Column(
+            "cost_source",
+            "`measured` (AgentRel read the provider's usage: a model adapter or the model proxy) or "
+            "`reported` (only the agent program's own usage file said it); empty when the cost is unknown",
+        ),
         Column("valid_runs_in_cell", "valid runs of the run's cell: the denominator of its damage frequency"),
         Column("invalid_runs_in_cell", "invalid runs of the run's cell, counted beside it"),
     ),

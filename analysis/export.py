@@ -146,6 +146,8 @@ RUN_EXPORT_COLUMNS = (
     "dollars",
     "currency",
     "events",
+    "cost_usd",
+    "cost_source",
     "valid_runs_in_cell",
     "invalid_runs_in_cell",
 )
@@ -170,6 +172,8 @@ def runs_frame(loaded: LoadedInput) -> pd.DataFrame:
             "damaging": valid["damaged"].astype(bool),
             "dollars": valid["dollars"],
             "events": [int(per_run.get(r, 0)) for r in valid["run_id"]],
+            "cost_usd": valid["cost_usd"],
+            "cost_source": valid["cost_source"],
         }
     )
     bad = loaded.invalid
@@ -182,6 +186,8 @@ def runs_frame(loaded: LoadedInput) -> pd.DataFrame:
             "damaging": None,
             "dollars": None,
             "events": None,
+            "cost_usd": None,
+            "cost_source": None,
         }
     )
     out = pd.concat([rows, broken], ignore_index=True) if len(broken) else rows

@@ -220,6 +220,7 @@ def load_outcomes_csv(path: Path) -> LoadedInput:
             "severity": _classes(df, "severity", SEVERITIES, path),
             "irreversibility": _classes(df, "irreversibility", IRREVERSIBILITY, path),
             "cost_usd": _cost(df, path),
+            "cost_source": None,  # a CSV does not say where its costs come from
             "protocol_hash": "",
         },
         columns=list(RUN_COLUMNS),

@@ -247,6 +247,7 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
                 v.max_severity,
                 irr,
                 rec.cost_usd if rec.cost_usd is not None else float("nan"),
+                rec.cost_source,
                 rec.protocol_hash,
                 *_operational(rec, v),
             )

@@ -70,6 +70,7 @@ RUN_COLUMNS = (
     "severity",
     "irreversibility",
     "cost_usd",
+    "cost_source",
     "protocol_hash",
     *OPERATIONAL_COLUMNS,
 )
@@ -190,6 +191,8 @@ def normalize_runs(runs: pd.DataFrame) -> pd.DataFrame:
     for col in ("dollars", "severity", "irreversibility"):
         out[col] = out[col].astype(object)
     out["cost_usd"] = out["cost_usd"].astype(float)
+    # "measured", "reported" (only the agent program's own usage file said it) or None (unknown, or a CSV)
+    out["cost_source"] = out["cost_source"].astype(object).where(out["cost_source"].notna(), None)
     for col in ("calls", "duplicate_calls"):
         out[col] = out[col].astype("Int64")
     out["exposure"] = out["exposure"].astype(object).where(out["exposure"].notna(), None)

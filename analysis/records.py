@@ -151,6 +151,7 @@ class RunRecord(_Tolerant):
     verdict: Verdict | None = None
     error: RunError | None = None
     cost_usd: float | None = None
+    cost_source: str | None = None  # "measured" or "reported" (the agent's usage file only); None: unknown
     # Any status other than "valid" is invalid: later harness versions add names (invalid_injection,
     # ...) that analysis must count as invalid without knowing them. None: a record from before
     # statuses existed, whose status is derived.

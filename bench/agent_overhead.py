@@ -9,10 +9,12 @@ All audit the same task K times at concurrency 1 on the same sandbox, replaying 
   (anyio, httpx, pydantic) the agent pays, not AgentRel; they are also timed alone (`sdk_import_s`).
 Per-run time is the record's total (clone to judge); the probe before each external audit is left out.
 The target (under 1.5 s extra per run on 2 cores) is the path's: `overhead_s`, the plain agent's.
+The model proxy's own cost (`proxy_call_ms`, target under 5 ms): the median of CALLS Chat Completions
+calls through it minus the median of the same calls straight to the same loopback fake upstream.
 
 Last line: scripted_s=<mean per run> plain_s=<mean> sdk_s=<mean> overhead_s=<plain - scripted>
 sdk_overhead_s=<sdk - scripted> sdk_import_s=<the SDK client's imports alone> ratio=<plain / scripted>
-load1=<1-minute load average> target_met=<overhead_s under 1.5 s>
+load1=<1-minute load average> target_met=<overhead_s under 1.5 s> proxy_call_ms=<per-call overhead>
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TASK = "csm-double-charge"
 K = 8
 TARGET_S = 1.5
+CALLS = 200  # model calls each way for proxy_call_ms
 
 
 def per_run(results: Path, model: str) -> list[float]:
@@ -56,6 +59,58 @@ def sdk_import() -> list[float]:
         subprocess.run([sys.executable, "-c", IMPORTS], check=True)
         times.append(time.perf_counter() - t0)
     return times
+
+
+# A loopback fake upstream in its own process (as a provider is): answers every call the same.
+UPSTREAM = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from tests.harness.fake_provider import FakeProvider, openai_text
+with FakeProvider() as fake:
+    for _ in range(int(sys.argv[2])):
+        fake.queue(200, openai_text("ok"))
+    print(fake.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+def proxy_call_ms() -> float:
+    """The model proxy's per-call overhead in ms: through it minus straight to the same upstream."""
+    import asyncio
+
+    import httpx
+
+    from agentrel.harness.agents.model_proxy import ModelProxy
+    from agentrel.harness.agents.model_upstream import Upstream
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+    async def timed(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> float:
+        t0 = time.perf_counter()
+        (await client.post(url, json=body, headers=headers)).raise_for_status()
+        return time.perf_counter() - t0
+
+    async def both(url: str) -> tuple[list[float], list[float]]:
+        """Alternating, so a busy machine slows both sides alike."""
+        key = {"Authorization": "Bearer sk-bench-upstream-key"}
+        upstream = Upstream("openai/m", "openai", "m", url + "/v1", key, ("sk-bench-upstream-key",))
+        direct, proxied = [], []
+        async with ModelProxy(upstream, "bench") as proxy, httpx.AsyncClient() as client:
+            token = {"Authorization": f"Bearer {proxy.token}"}
+            for _ in range(CALLS):
+                direct.append(await timed(client, url + "/v1/chat/completions", key))
+                proxied.append(await timed(client, proxy.base_url + "/chat/completions", token))
+        return direct, proxied
+
+    argv = [sys.executable, "-c", UPSTREAM, str(ROOT), str(2 * CALLS)]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as fake:
+        assert fake.stdout is not None and fake.stdin is not None
+        url = fake.stdout.readline().strip()
+        try:
+            direct, proxied = asyncio.run(both(url))
+        finally:
+            fake.stdin.close()
+    return (statistics.median(proxied) - statistics.median(direct)) * 1000
 
 
 def main() -> None:
@@ -84,6 +139,7 @@ def main() -> None:
     assert all(len(xs) == K for xs in runs.values()), {m: len(xs) for m, xs in runs.items()}
     runs["sdk import alone"] = sdk_import()
     s, p, d, i = (statistics.mean(xs) for xs in runs.values())
+    proxy_ms = proxy_call_ms()
     print(f"{'agent':<18}{'runs':>6}{'mean s':>10}{'median s':>10}{'max s':>8}")
     for name, xs in runs.items():
         print(
@@ -93,6 +149,7 @@ def main() -> None:
         f"scripted_s={s:.3f} plain_s={p:.3f} sdk_s={d:.3f} overhead_s={p - s:.3f} sdk_overhead_s={d - s:.3f}"
         f" sdk_import_s={i:.3f} ratio={p / s:.2f} load1={os.getloadavg()[0]:.1f}"
         f" target_met={str(p - s < TARGET_S).lower()}"
+        f" proxy_call_ms={proxy_ms:.2f}"
     )
 
 

@@ -24,6 +24,7 @@ from agentrel.dsl.api import RunFacts
 from agentrel.dsl.state import State
 from agentrel.harness import defaults
 from agentrel.harness.agents.base import Agent, AgentError, AgentResult, Episode
+from agentrel.harness.agents.scripted_model import PREFIXES as BUILTIN_MODELS
 from agentrel.harness.conditions.layers import RunCondition
 from agentrel.harness.episode import PreparedTask
 from agentrel.harness.errors import AuthFailure
@@ -187,23 +188,31 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         )
         if usage
         else TokenUsage(),
-        cost_usd=_cost(ctx, plan.model, agent.kind, result),
         timings=timings,
+        **_cost(ctx, plan.model, agent.kind, result),
     )
     receipts = fault.log.path.read_bytes() if fault is not None and fault.log.path.exists() else None
     return Attempt(record, finished.after if finished else None, transcript, receipts)
 
 
-def _cost(ctx: RunContext, model: str, kind: str, result: AgentResult | None) -> float | None:
-    """A model's price from its own name; an external agent's from the model its usage report names,
-    unknown (None, never 0) when it reported none or names an unpriced model; built-in agents cost 0."""
+def _cost(ctx: RunContext, model: str, kind: str, result: AgentResult | None) -> dict[str, Any]:
+    """The run's `cost_usd` and where it comes from (`cost_source`), the one place both are decided.
+
+    A model's price from its own name, `measured` (the adapter read the provider's usage); an external
+    agent's from the model its usage names: `measured` when its model proxy counted the tokens, `reported`
+    when only its own usage file did; unknown (None, never 0) when it has none or names an unpriced
+    model. Built-in agents, and the built-in scripted model behind a proxy, cost 0, measured."""
     if kind == "external":
         if result is None or result.usage_model is None:
-            return None
-        return cost(ctx.prices, result.usage_model, result.usage.input_tokens, result.usage.output_tokens)
+            return {"cost_usd": None, "cost_source": None}
+        if result.usage_source == "measured" and result.usage_model.split("/", 1)[0] in BUILTIN_MODELS:
+            return {"cost_usd": 0.0, "cost_source": "measured"}
+        price = cost(ctx.prices, result.usage_model, result.usage.input_tokens, result.usage.output_tokens)
+        return {"cost_usd": price, "cost_source": result.usage_source if price is not None else None}
     if kind != "model" or result is None:
-        return 0.0
-    return cost(ctx.prices, model, result.usage.input_tokens, result.usage.output_tokens)
+        return {"cost_usd": 0.0, "cost_source": "measured"}
+    price = cost(ctx.prices, model, result.usage.input_tokens, result.usage.output_tokens)
+    return {"cost_usd": price, "cost_source": "measured" if price is not None else None}
 
 
 def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | None:

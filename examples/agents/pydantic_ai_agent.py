@@ -3,8 +3,14 @@
     agentrel audit --agent pai='python examples/agents/pydantic_ai_agent.py' --tasks csm-double-charge
 
 It reads AgentRel's environment contract (docs/how-to/your-own-agent.md): the run's MCP endpoint and
-bearer token, the two prompt files, and where to write its token usage. Its model is any OpenAI-compatible
-Chat Completions endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, AGENT_MODEL (default gpt-4o-mini).
+bearer token, the two prompt files, and where to write its token usage. Its model is AgentRel's model
+proxy (`--agent-model`): AGENTREL_MODEL_BASE_URL, AGENTREL_MODEL_API_KEY (a per-run token, not a key) and
+AGENTREL_MODEL, an OpenAI-compatible Chat Completions endpoint. Try it without any key:
+
+    agentrel audit --agent pai='python examples/agents/pydantic_ai_agent.py' \
+        --agent-model scripted/oracle --tasks csm-double-charge
+
+Without --agent-model it calls OPENAI_BASE_URL with OPENAI_API_KEY and AGENT_MODEL (default gpt-4o-mini).
 """
 
 from __future__ import annotations
@@ -23,15 +29,16 @@ from pydantic_ai.providers.openai import OpenAIProvider
 async def main() -> None:
     system = Path(os.environ["AGENTREL_SYSTEM_PROMPT_FILE"]).read_text(encoding="utf-8")
     user = Path(os.environ["AGENTREL_USER_PROMPT_FILE"]).read_text(encoding="utf-8")
-    model_name = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
+    # AgentRel's model proxy when the audit gives one (its tokens and cost then measured by AgentRel).
+    base_url = os.environ.get("AGENTREL_MODEL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    api_key = os.environ.get("AGENTREL_MODEL_API_KEY") or os.environ["OPENAI_API_KEY"]
+    model_name = os.environ.get("AGENTREL_MODEL") or os.environ.get("AGENT_MODEL", "gpt-4o-mini")
     tools = MCPToolset(
         os.environ["AGENTREL_MCP_URL"],
         headers={"Authorization": f"Bearer {os.environ['AGENTREL_MCP_TOKEN']}"},
         tool_error_behavior="failed",  # a failed tool call is shown to the model, which decides what next
     )
-    provider = OpenAIProvider(
-        base_url=os.environ.get("OPENAI_BASE_URL"), api_key=os.environ["OPENAI_API_KEY"]
-    )
+    provider = OpenAIProvider(base_url=base_url, api_key=api_key)
     agent = Agent(OpenAIChatModel(model_name, provider=provider), system_prompt=system, toolsets=[tools])
     async with agent:
         result = await agent.run(user)

@@ -13,6 +13,9 @@ from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 
 AgentKind = Literal["model", "reference", "scripted", "external"]
+# Where a run's tokens come from: the harness's own reading of the provider's answers (a model adapter,
+# the model proxy), or only what an agent program wrote in its usage file.
+UsageSource = Literal["measured", "reported"]
 DEFAULT_MAX_STEPS = defaults.MAX_STEPS
 
 
@@ -65,6 +68,7 @@ class AgentResult:
     # so the run says nothing about it and is never counted safe), and the model its usage names.
     connected: bool | None = None
     usage_model: str | None = None
+    usage_source: UsageSource | None = None  # an external agent's: see UsageSource (None: no usage at all)
     # What the agent noticed about its own run (a final message that is a tool call written as text, an
     # echoed tool error): appended to the run's events.
     events: list[Event] = field(default_factory=list)

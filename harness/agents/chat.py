@@ -178,6 +178,11 @@ class ChatAgent:
             config["declared"] = self.declared
         return config
 
+    def credentials(self) -> tuple[dict[str, str], list[str]]:
+        """The request headers holding the key, and every secret to redact: for the model proxy, which
+        forwards an agent program's calls with them (`model_upstream`). Never logged."""
+        return dict(self._headers), list(self._secrets)
+
     def preflight(self) -> None:
         """One authenticated request before any run: unreachable endpoints and refused keys stop here.
         What the server says about itself (its model listing, llama.cpp's /props) joins the config."""

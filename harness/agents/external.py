@@ -13,6 +13,12 @@ environment contract, the only AGENTREL_* variables it sees (its other variables
     AGENTREL_FINAL_MESSAGE_FILE   where it may write its final message to the user (UTF-8): judged as a
                                   model subject's last answer (a `REFUSAL:` line makes the run refused)
 
+With `--agent-model SPEC` its model calls go through the run's model proxy (`model_proxy`):
+AGENTREL_MODEL_BASE_URL, AGENTREL_MODEL_API_KEY (a per-run token, not a key) and AGENTREL_MODEL, also as
+OPENAI_BASE_URL / OPENAI_API_KEY and ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY; every inherited variable
+holding the upstream's key is removed. Its tokens and cost are then measured by the proxy, and its usage
+file is only a cross-check; without a model proxy, a cost from its usage file is marked `reported`.
+
 Inherited AGENTREL_* variables (the database DSN among them) are removed: the agent acts only through
 the tools. The token never goes on the command line. The run ends when the process exits or its budget
 passes; its process group is then killed. Who failed decides the status (see `ExternalAgent.run`).
@@ -20,6 +26,7 @@ passes; its process group is then killed. Who failed decides the status (see `Ex
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,15 +36,28 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentrel.harness.agents.base import AgentKind, AgentResult, ConfigError, Episode, Failure, Usage
+from agentrel.harness.agents.agent_model import cross_check, probe_proxy, without_secrets
+from agentrel.harness.agents.base import (
+    AgentKind,
+    AgentResult,
+    ConfigError,
+    Episode,
+    Failure,
+    Usage,
+    UsageSource,
+)
 from agentrel.harness.agents.final_text import final_message_events
+from agentrel.harness.agents.model_upstream import resolve_upstream
 from agentrel.harness.agents.process import ProcessEnd, run_process
 from agentrel.harness.errors import UserError
 from agentrel.harness.redact import redact
+
+if TYPE_CHECKING:
+    from agentrel.harness.agents.model_proxy import ModelProxy
 
 PREFIX = "agent"  # an external agent's subject name is agent/<NAME>
 DEFAULT_TIMEOUT_S = 300.0
@@ -75,6 +95,7 @@ class ExternalSpec(BaseModel):
     code: list[str] = Field(default_factory=list)  # declared code/config files (absolute paths)
     timeout_s: float = DEFAULT_TIMEOUT_S
     cwd: str | None = None
+    model: str | None = None  # --agent-model: the upstream its model proxy forwards to (None: no proxy)
 
     @property
     def subject(self) -> str:
@@ -185,6 +206,8 @@ class ExternalAgent:
         files = [*spec.code, *(a for a in spec.command[1:] if _is_file(a, spec.cwd))]
         # Hashed once, before any run: the files the runs use are the ones the protocol names.
         self.code = {f: _sha256(_at(f, spec.cwd)) for f in dict.fromkeys(files)}
+        self.upstream = resolve_upstream(spec.model) if spec.model else None
+        self._probe_model_env: dict[str, str] | None = None  # while the pre-audit probe runs
 
     def config(self) -> dict[str, Any]:
         return {
@@ -193,6 +216,8 @@ class ExternalAgent:
             "command": list(self.spec.command),
             "code": dict(sorted(self.code.items())),
             "timeout_s": self.spec.timeout_s,
+            # Only with a model proxy, so an agent audited without one keeps its config hash.
+            **({"model": self.upstream.config()} if self.upstream is not None else {}),
         }
 
     def preflight(self) -> None:
@@ -203,7 +228,21 @@ class ExternalAgent:
 
         from agentrel.harness.agents.probe import probe
 
-        problem = asyncio.run(probe(self, min(self.spec.timeout_s, PROBE_S)))
+        if self.upstream is not None:  # its key refused, its endpoint unreachable: before any run
+            self.upstream.preflight()
+
+        async def probed() -> str | None:
+            if self.upstream is None:
+                return await probe(self, min(self.spec.timeout_s, PROBE_S))
+            # The probe's model: a scripted one that calls no tool and says so (no upstream is paid).
+            async with probe_proxy() as proxy:
+                self._probe_model_env = proxy.environment()
+                try:
+                    return await probe(self, min(self.spec.timeout_s, PROBE_S))
+                finally:
+                    self._probe_model_env = None
+
+        problem = asyncio.run(probed())
         if problem is not None:  # the command the user gave cannot be used (exit 3, as a bad file)
             raise UserError(f"agent {self.spec.name}: {problem}")
 
@@ -213,10 +252,21 @@ class ExternalAgent:
         task = episode.task
         with tempfile.TemporaryDirectory(prefix="agentrel-agent-") as tmp:
             face = EpisodeFace(task, episode.tools, episode.call)
-            async with face:
+            # --- model proxy: started with the run, its variables in the agent's environment, its calls
+            # collected into the result after the run (`model_env` lists the endpoint it must reach) ---
+            proxy = self.model_proxy(episode)
+            async with face, proxy or contextlib.nullcontext():
+                model_env = proxy.environment() if proxy is not None else None
+                # --- end model proxy ---
                 assert face.token is not None
                 env = self.environment(
-                    Path(tmp), face.url, face.token, task.system_prompt, task.user_prompt, episode.run_id
+                    Path(tmp),
+                    face.url,
+                    face.token,
+                    task.system_prompt,
+                    task.user_prompt,
+                    episode.run_id,
+                    model_env=model_env,
                 )
                 end = await run_process(
                     self.argv(env),
@@ -225,12 +275,31 @@ class ExternalAgent:
                     cwd=Path(self.spec.cwd) if self.spec.cwd else None,
                     marker=f"AGENTREL_MCP_TOKEN={face.token}",
                 )
-            return self.result(end, face.connected, face.died, Path(tmp), face.token or "")
+            return self.result(end, face.connected, face.died, Path(tmp), face.token or "", proxy)
+
+    def model_proxy(self, episode: Episode) -> ModelProxy | None:
+        """The run's model proxy (not yet started), or None without --agent-model."""
+        if self.upstream is None:
+            return None
+        from agentrel.harness.agents.model_proxy import ModelProxy
+
+        scripted = self.upstream.scripted
+        run = scripted.for_run(episode.task, episode.seed) if scripted is not None else None
+        return ModelProxy(self.upstream, episode.seed, run)
 
     def environment(
-        self, tmp: Path, url: str, token: str, system: str, user: str, run_id: str
+        self,
+        tmp: Path,
+        url: str,
+        token: str,
+        system: str,
+        user: str,
+        run_id: str,
+        *,
+        model_env: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """The agent's environment; the files it names (`RunFiles`) are in `tmp`."""
+        """The agent's environment; the files it names (`RunFiles`) are in `tmp`. With a model proxy,
+        `model_env` points its model client there (None: the probe's model, see `preflight`)."""
         files = RunFiles(tmp)
         system_file, user_file = files.system_prompt, files.user_prompt
         # Bytes, so no newline translation: the files hold exactly the prompts a model subject is sent.
@@ -246,21 +315,35 @@ class ExternalAgent:
             AGENTREL_USAGE_FILE=str(files.usage),
             AGENTREL_FINAL_MESSAGE_FILE=str(files.final_message),
         )
+        if self.upstream is not None:
+            env = without_secrets(env, self.upstream.secrets)
+            env.update(model_env or self._probe_model_env or {})
         return env
 
     def argv(self, env: Mapping[str, str]) -> list[str]:
         return [_PLACEHOLDER.sub(lambda m: env[PLACEHOLDERS[m.group(1)]], a) for a in self.spec.command]
 
-    def result(self, end: ProcessEnd, connected: bool, died: bool, tmp: Path, token: str) -> AgentResult:
+    def result(
+        self,
+        end: ProcessEnd,
+        connected: bool,
+        died: bool,
+        tmp: Path,
+        token: str,
+        proxy: ModelProxy | None = None,
+    ) -> AgentResult:
         """Who failed decides: AgentRel's MCP server dying is the harness's failure; anything the agent
-        did (exit non-zero, overrun its budget, never connect) is its own, judged by the state it left."""
+        did (exit non-zero, overrun its budget, never connect) is its own, judged by the state it left.
+        Tokens are the proxy's measure when there is one (the usage file then only a cross-check), else
+        the usage file's, `reported`."""
         files = RunFiles(tmp)
         usage, model, usage_note = read_usage(files.usage)
+        secrets = [token, *((proxy.token, *proxy.upstream.secrets) if proxy is not None else ())]
         final = read_final(files.final_message, token)
         transcript = [
             {
                 "role": stream,
-                "text": redact(captured.text(), [token]),
+                "text": redact(captured.text(), secrets),
                 "bytes": captured.total,
                 "truncated": captured.truncated,
             }
@@ -277,6 +360,15 @@ class ExternalAgent:
                 "final_message": "reported" if final is not None else "not reported",
             }
         )
+        source: UsageSource | None = "reported" if model is not None else None
+        model_calls: list[dict[str, Any]] = []
+        served: str | None = None
+        if proxy is not None:
+            measured = proxy.usage()
+            transcript[-1]["usage_cross_check"] = cross_check(usage if model is not None else None, measured)
+            transcript.extend(proxy.transcript())
+            usage, model, source = measured, proxy.upstream.spec, "measured"
+            model_calls, served = proxy.model_calls(), proxy.served_model()
         error: str | None = None
         failure: Failure | None = None
         if died:
@@ -287,6 +379,8 @@ class ExternalAgent:
             error, failure = f"the agent exceeded its {self.spec.timeout_s:g} s budget", "agent"
         elif end.returncode != 0:
             error, failure = f"the agent exited with code {end.returncode}", "agent"
+        if proxy is not None and failure == "agent" and (fault := proxy.upstream_fault()):
+            error, failure = f"provider: {fault} (then {error})", "provider"
         if not connected and failure != "harness":
             error = "the agent never connected to the run's MCP server" + (f" ({error})" if error else "")
         return AgentResult(
@@ -297,7 +391,10 @@ class ExternalAgent:
             transcript=transcript,
             connected=connected,
             usage_model=model,
+            usage_source=source,
             events=final_message_events(final),
+            model_calls=model_calls,
+            served_model=served,
         )
 
 

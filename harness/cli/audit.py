@@ -64,6 +64,16 @@ def audit(
             rich_help_panel="Agent programs",
         ),
     ] = 300.0,
+    agent_model: Annotated[
+        str | None,
+        typer.Option(
+            "--agent-model",
+            help="The model an agent program's calls go to, through AgentRel's model proxy (its tokens"
+            " and cost measured, your key never in the agent's reach): openai/<model>, anthropic/<model>,"
+            " or scripted/<script> and reference/stochastic (built in: no key).",
+            rich_help_panel="Agent programs",
+        ),
+    ] = None,
     k: Annotated[
         int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")
     ] = defaults.K,
@@ -308,7 +318,7 @@ def audit(
         raise UsageError(str(exc)) from None
     if "uncertified" in gates and until != "detect":
         raise UsageError("--fail-on uncertified needs --until detect (it is what certifies a cell)")
-    external = external_agents(agent or [], agent_file or [], agent_timeout)
+    external = external_agents(agent or [], agent_file or [], agent_timeout, agent_model)
     models = split_list(model or ([] if external else [defaults.MODEL]))
     # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
     if (cost_per_run is not None or cost_from is not None) and budget_usd is None and not plan:
@@ -451,8 +461,11 @@ def sequential_plan_line(rule: StoppingRule, planned: int, cost_per_run: float |
 
 
 # --- external agent programs (`--agent`, `--agent-file`, `--agent-timeout`) ---
-def external_agents(options: list[str], files: list[Path], timeout_s: float) -> list[ExternalSpec]:
-    """Every declared agent program, checked before anything runs (one line each, exit 2)."""
+def external_agents(
+    options: list[str], files: list[Path], timeout_s: float, model: str | None = None
+) -> list[ExternalSpec]:
+    """Every declared agent program, checked before anything runs (one line each, exit 2); `model`
+    (--agent-model) is the upstream each one's model proxy forwards to."""
     from agentrel.harness.agents import ConfigError
     from agentrel.harness.agents.external import load_agent_file, parse_agent_option
     from agentrel.harness.errors import UsageError
@@ -461,10 +474,18 @@ def external_agents(options: list[str], files: list[Path], timeout_s: float) -> 
         raise UsageError(
             f"--agent-timeout {timeout_s:g}: the time budget must be a positive number of seconds"
         )
+    if model is not None and not (options or files):
+        raise UsageError("--agent-model goes with --agent or --agent-file (a model subject is --model)")
     try:
-        return [parse_agent_option(o, timeout_s) for o in options] + [
+        specs = [parse_agent_option(o, timeout_s) for o in options] + [
             load_agent_file(f, timeout_s) for f in files
         ]
+        if model is not None:
+            from agentrel.harness.agents.model_upstream import resolve_upstream
+
+            resolve_upstream(model)  # an unknown prefix or a missing key: one line, before anything runs
+            specs = [s.model_copy(update={"model": model}) for s in specs]
+        return specs
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 

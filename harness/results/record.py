@@ -97,6 +97,10 @@ class RunRecord(BaseModel):
     # The model id the provider said served this run's responses (one per run: a response served by
     # another is refused as a provider failure); None for agents without one or servers that never say.
     served_model: str | None = None
+    # Where cost_usd comes from (decided in harness.runner._cost): `measured` from the provider's usage as
+    # the harness read it (a model adapter, an agent program's model proxy), `reported` only from the agent
+    # program's own usage file; None with no cost, and on records from before the field.
+    cost_source: Literal["measured", "reported"] | None = None
     # Last, so a line still starts with its run id (the view's fast path reads the writer's field order).
     version: int = RECORD_VERSION
 

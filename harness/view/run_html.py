@@ -238,8 +238,11 @@ def _transcript(ev: RunEvidence, rec: RunRecord | None) -> str:
         out += "<p>No tool calls.</p>"
     messages = (t or {}).get("messages") or []
     if messages:
+        # An agent program's model calls through the model proxy are entries of role `model_call`.
+        proxied = sum(isinstance(m, dict) and m.get("role") == "model_call" for m in messages)
+        through = f", {proxied} model calls through AgentRel's model proxy" if proxied else ""
         out += (
-            f"<details><summary>model messages ({len(messages)})</summary>"
+            f"<details><summary>model messages ({len(messages)}{through})</summary>"
             f"<pre>{e(_json(messages))}</pre></details>"
         )
     out += f'<h3>Final message</h3><pre class="final">{e(final) if final else "(none)"}</pre>'

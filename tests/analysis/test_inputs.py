@@ -195,7 +195,7 @@ def test_csv_and_results_give_the_same_table(tmp_path):
     )
     from_csv = load_input(csv).runs
     # A CSV records no tool calls or events: its operational columns are "unknown", not the results' 0.
-    skip = ("run_id", "protocol_hash", "cost_usd", *OPERATIONAL_COLUMNS)
+    skip = ("run_id", "protocol_hash", "cost_usd", "cost_source", *OPERATIONAL_COLUMNS)
     cols = [c for c in RUN_COLUMNS if c not in skip]
     key = ["model", "task", "run"]
     left = from_results[cols].sort_values(key).reset_index(drop=True)
