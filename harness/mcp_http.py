@@ -154,10 +154,22 @@ def _refusal(status: int, message: str, headers: dict[str, str] | None = None) -
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """Bind the HTTP socket before anything else, so a busy port is one clear line and port 0 works."""
+    """Bind the HTTP socket before anything else, so a busy port is one clear line and port 0 works.
+
+    Its protocol is named (IPPROTO_TCP): asyncio sets TCP_NODELAY only on sockets that say so, and
+    `socket.create_server` makes proto 0, so every answer on a kept-alive connection waited out the
+    client's delayed ACK (about 40 ms a call). The model proxy listens the same way."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as create_server does on POSIX
+            sock.bind((host, port))
+            sock.listen()
+        except OSError:
+            sock.close()
+            raise
+        return sock
     except socket.gaierror as exc:
         reason = exc.strerror
     except OSError as exc:

@@ -50,6 +50,7 @@ from agentrel.harness.agents.model_wire import (
     read_body,
 )
 from agentrel.harness.agents.scripted_model import ScriptedRun
+from agentrel.harness.mcp_http import listen
 from agentrel.harness.redact import redact
 
 TOKEN_PREFIX = "agentrel-run-"
@@ -392,13 +393,7 @@ class ModelProxy:
 
 
 def _listen() -> socket.socket:
-    """A loopback listening socket whose protocol is named: asyncio sets TCP_NODELAY only on sockets of
-    proto IPPROTO_TCP (`socket.create_server` makes proto 0), and without it every answer on a kept-alive
-    connection waits out the client's delayed ACK (about 40 ms a call)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    return sock
+    return listen("127.0.0.1", 0)  # one owner of how AgentRel listens (TCP_NODELAY, see there)
 
 
 def _error(status: int, message: str, kind: str = "agentrel_proxy_error") -> JSONResponse:

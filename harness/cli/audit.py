@@ -348,14 +348,6 @@ def audit(
     results = results or default_results_dir([*models, *(e.subject for e in external)], k, patterns)
     slots = resolve_executor(executor, ray_address, workers)
     aliases = [_alias(a) for a in split_list(model_alias or [])]
-    from agentrel.sandbox.servers.local import default_home
-
-    # The first line, before anything slow: where the results go and where AgentRel keeps its state.
-    err.print(
-        f"agentrel: audit into {results}; AgentRel's state (AGENTREL_HOME) is {default_home()}",
-        markup=False,
-        soft_wrap=True,
-    )
     try:
         with terminate_like_interrupt(), sandbox_errors():
             sb = Sandbox.open(dsn, backend, image=image)
@@ -374,7 +366,7 @@ def audit(
                 faults=faults,
                 fault_timeout_s=fault_timeout,
                 plan_only=plan,
-                say=lambda message: err.print(f"agentrel: {message}", markup=False),
+                say=lambda message: err.print(f"agentrel: {message}", markup=False, soft_wrap=True),
                 executor=slots,
                 stopping=stopping,
                 external=external,
