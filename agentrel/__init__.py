@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import version as _version
+
+from agentrel.distribution import DISTRIBUTION as _DISTRIBUTION
 from typing import TYPE_CHECKING, Any
 
-__version__ = _version("agentrel")
+__version__ = _version(_DISTRIBUTION)
 
 # Public name -> the module that defines it.
 _PUBLIC = {

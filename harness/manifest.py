@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import rfc8785
 
+from agentrel.distribution import installed_version
 from agentrel.harness.errors import UsageError, UserError
 from agentrel.harness.results.manifest import Manifest, TaskEntry
 from agentrel.harness.tasks import Task
 
 
 def package_version() -> str:
-    try:
-        return version("agentrel")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return installed_version() or "0+unknown"
 
 
 def build_manifest(

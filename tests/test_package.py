@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from importlib.metadata import distribution
 from pathlib import Path
 
+from agentrel.distribution import DISTRIBUTION
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +36,7 @@ def run(
 
 def borrowed_site_packages(into: Path) -> Path:
     """Links to every entry of this venv's site-packages except agentrel's own and the .pth hooks."""
-    dist = distribution("agentrel")
+    dist = distribution(DISTRIBUTION)
     own = {Path(str(f)).parts[0] for f in dist.files or []}
     into.mkdir()
     for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
@@ -51,15 +53,25 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pip = [sys.executable, "-m", "pip"]
     # No build isolation: the backend comes from the dev extra, so the build needs no network.
     run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", base / "dist", REPO])
-    [wheel] = (base / "dist").glob("agentrel-*.whl")
+    [wheel] = (base / "dist").glob("agentrel_audit-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         tops = {name.split("/")[0] for name in archive.namelist()}
     # One import namespace: nothing but `agentrel` and its metadata lands at the top of site-packages.
-    assert tops == {"agentrel", "agentrel-0.1.0.dist-info"}, tops
+    assert tops == {"agentrel", "agentrel_audit-0.1.0.dist-info"}, tops
     venv = base / "venv"
     python = venv / "bin" / "python"
     run([sys.executable, "-m", "venv", "--without-pip", venv])
-    run([*pip, "--python", python, "install", "-q", "--no-deps", *(base / "dist").glob("agentrel-*.whl")])
+    run(
+        [
+            *pip,
+            "--python",
+            python,
+            "install",
+            "-q",
+            "--no-deps",
+            *(base / "dist").glob("agentrel_audit-*.whl"),
+        ]
+    )
     site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
     (Path(site) / "borrowed_deps.pth").write_text(f"{borrowed_site_packages(base / 'deps')}\n")
     return venv
@@ -84,7 +96,7 @@ def test_the_installed_code_is_the_wheel_not_the_checkout(venv: Path, env: dict[
     probe = (
         "import json, importlib, importlib.metadata as m, agentrel.harness.suite_paths as s\n"
         f"where = {{p: importlib.import_module(p).__file__ for p in {PACKAGES!r}}}\n"
-        "where.update(suite=str(s.suite_root()), dist=str(m.distribution('agentrel').locate_file('')))\n"
+        "where.update(suite=str(s.suite_root()), dist=str(m.distribution('agentrel-audit').locate_file('')))\n"
         "print(json.dumps(where))"
     )
     where = json.loads(run([venv / "bin" / "python", "-c", probe], env=env, cwd=elsewhere).stdout)

@@ -165,7 +165,7 @@ def audit(
             "--executor",
             envvar="AGENTREL_EXECUTOR",
             help="Where runs are attempted: local (this process) or ray (one Ray actor per worker, each "
-            "with its own sandbox; needs agentrel[ray]). Only this process writes the results.",
+            "with its own sandbox; needs the ray extra). Only this process writes the results.",
             rich_help_panel="Executor",
         ),
     ] = "local",

@@ -50,12 +50,10 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from agentrel.distribution import installed_version
 
-        try:
-            typer.echo(f"agentrel {version('agentrel')}")
-        except PackageNotFoundError:  # a checkout run without an install
-            typer.echo("agentrel (not installed: no version)")
+        found = installed_version()  # None: a checkout run without an install
+        typer.echo(f"agentrel {found}" if found else "agentrel (not installed: no version)")
         raise typer.Exit(0)
 
 

@@ -151,7 +151,7 @@ def serve(
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "anyio"):
             raise
         raise EnvironmentFailure(
-            f"the MCP server needs the {exc.name!r} package: pip install 'agentrel[mcp]'"
+            f"the MCP server needs the {exc.name!r} package: pip install -e '.[mcp]' in the AgentRel checkout"
         ) from None
     from agentrel.harness.episode import prepare
     from agentrel.sandbox.sandbox import Sandbox

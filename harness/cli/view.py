@@ -29,7 +29,9 @@ def view_command(
         from agentrel.harness.view.app import bind, create_app, serve
     except ModuleNotFoundError as exc:
         # starlette and uvicorn come with the mcp extra, which `make setup` installs.
-        raise EnvironmentFailure(f"agentrel view needs {exc.name}: pip install 'agentrel[view]'") from None
+        raise EnvironmentFailure(
+            f"agentrel view needs {exc.name}: pip install -e '.[view]' in the AgentRel checkout"
+        ) from None
     from agentrel.harness.view.folder import audits_in, create_folder_app
     from agentrel.harness.view.index import NotResults, ResultsIndex
 

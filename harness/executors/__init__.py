@@ -2,7 +2,7 @@
 (`harness.runner.run_matrix`) alone writes records, dumps and transcripts, whichever executor ran them.
 
 - `LocalExecutor`: this process, `slots` attempts at a time on this machine's sandbox.
-- `harness.executors.ray` (optional extra `agentrel[ray]`): Ray actors, each owning a sandbox.
+- `harness.executors.ray` (optional extra `ray`): Ray actors, each owning a sandbox.
 """
 
 from __future__ import annotations

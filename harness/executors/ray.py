@@ -31,7 +31,7 @@ from agentrel.harness.matrix import RunPlan
 from agentrel.harness.recipe import RunRecipe
 from agentrel.harness.runner import Attempt, RunContext
 
-INSTALL_HINT = "pip install 'agentrel[ray]'"
+INSTALL_HINT = "pip install -e '.[ray]' in the AgentRel checkout"
 LOOPBACK = "127.0.0.1"
 MAX_RESTARTS = 3  # replacements per slot; past them the slot is given up and the others carry on
 OBJECT_STORE_BYTES = 256 * 2**20  # attempts travel as deltas: Ray's default (30% of RAM) is waste

@@ -1,4 +1,4 @@
-"""AgentRel's tasks as Inspect AI tasks (`pip install 'agentrel[inspect]'`).
+"""AgentRel's tasks as Inspect AI tasks (the `inspect` extra: `pip install -e '.[inspect]'` in the checkout).
 
 `inspect eval agentrel/<task id> --model M` runs one task: its tools are served by AgentRel's MCP face
 (`agentrel mcp serve --task ID`, one process and one fresh run database per sample and epoch), the

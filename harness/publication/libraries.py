@@ -31,13 +31,14 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from agentrel.distribution import DISTRIBUTION
 from agentrel.harness.publication.file_digests import sha256_files
 
 __all__ = ["LibraryBinding", "bind_libraries"]
 
 LibraryBinding = tuple[str, str, str, int]  # (distribution or import name, version, files digest, n files)
 _SKIP_SUFFIXES = (".pyc", ".pyo")
-DISTRIBUTION = "agentrel"  # our own distribution: its required dependencies are the libraries bound
+# our own distribution (agentrel.distribution): its required dependencies are the libraries bound
 
 
 @functools.cache

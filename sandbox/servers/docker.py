@@ -82,7 +82,7 @@ def client(timeout: int = 30) -> Any:
         import docker
     except ImportError:
         raise SandboxError(
-            "the docker backend needs the docker SDK: pip install 'agentrel[docker]'"
+            "the docker backend needs the docker SDK: pip install -e '.[docker]' in the AgentRel checkout"
         ) from None
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:

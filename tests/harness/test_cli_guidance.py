@@ -26,8 +26,10 @@ def agentrel(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
 def test_version():
     from importlib.metadata import version
 
+    from agentrel.distribution import DISTRIBUTION
+
     res = agentrel("--version")
-    assert res.returncode == 0 and res.stdout.strip() == f"agentrel {version('agentrel')}"
+    assert res.returncode == 0 and res.stdout.strip() == f"agentrel {version(DISTRIBUTION)}"
 
 
 def test_an_unfrozen_audit_ends_in_words_with_the_commands_that_make_it_publishable(sandbox, tmp_path):
