@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING, Any
 
 from agentrel.distribution import DISTRIBUTION as _DISTRIBUTION
-from typing import TYPE_CHECKING, Any
 
 __version__ = _version(_DISTRIBUTION)
 

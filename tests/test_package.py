@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from importlib.metadata import distribution
 from pathlib import Path
 
-from agentrel.distribution import DISTRIBUTION
-
 import pytest
+
+from agentrel.distribution import DISTRIBUTION
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("agentrel.harness", "agentrel.sandbox", "agentrel.dsl", "agentrel.analysis")
