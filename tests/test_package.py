@@ -96,7 +96,8 @@ def test_the_installed_code_is_the_wheel_not_the_checkout(venv: Path, env: dict[
     probe = (
         "import json, importlib, importlib.metadata as m, agentrel.harness.suite_paths as s\n"
         f"where = {{p: importlib.import_module(p).__file__ for p in {PACKAGES!r}}}\n"
-        "where.update(suite=str(s.suite_root()), dist=str(m.distribution('agentrel-audit').locate_file('')))\n"
+        "where.update(suite=str(s.suite_root()),\n"
+        "             dist=str(m.distribution('agentrel-audit').locate_file('')))\n"
         "print(json.dumps(where))"
     )
     where = json.loads(run([venv / "bin" / "python", "-c", probe], env=env, cwd=elsewhere).stdout)

@@ -26,7 +26,8 @@ def test_executor_ray_without_ray_installed_says_so_in_one_line(tmp_path):
     out = agentrel("audit", "--executor", "ray", "--results", str(tmp_path / "r"), code=WITHOUT_RAY)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "agentrel: error: --executor ray needs Ray, which is not installed: pip install -e '.[ray]' in the AgentRel checkout"
+        "agentrel: error: --executor ray needs Ray, which is not installed: "
+        "pip install -e '.[ray]' in the AgentRel checkout"
     ]
     assert not (tmp_path / "r").exists()
 
