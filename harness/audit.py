@@ -34,6 +34,7 @@ from agentrel.harness.publication.environment import observe_environment
 from agentrel.harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
 from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.policy import load_policy
+from agentrel.harness.publication.registry_journal import anchor_run_journal
 from agentrel.harness.recipe import RunRecipe, build_context, resolve_agents
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
@@ -272,7 +273,11 @@ def audit(
                     rd.note_slots(slots.facts())
             rate = progress.runs_per_second
     finally:
-        rd.close()
+        try:  # however the invocation ends: its records' chain head, anchored (publication/registry_journal)
+            if not plan_only:
+                anchor_run_journal(rd.path)
+        finally:
+            rd.close()
     return AuditOutcome(rd, protocol, len(plans), skipped, new, rate, lost, gate)
 
 

@@ -10,6 +10,8 @@
       dumps/                      content-addressed state dumps (full, or a delta against the template)
       transcripts/                one JSON per attempt
       receipts/                   fault attempts' receipt logs, fsynced before recovery
+      registry.txt                the registry the freeze was anchored in, where each audit invocation
+                                  anchors runs.jsonl's chain head (journal.py)
 """
 
 from __future__ import annotations
@@ -24,3 +26,4 @@ DUMPS = "dumps"
 TRANSCRIPTS = "transcripts"
 RECEIPTS = "receipts"
 LOCK = ".lock"
+REGISTRY_POINTER = "registry.txt"
