@@ -34,6 +34,7 @@ from agentrel.harness.results import layout
 from agentrel.harness.results.record import Attempts, RunRecord, decisive
 from agentrel.harness.yamlfile import field_problem
 
+
 class ResultsDir:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -271,9 +272,23 @@ class ResultsDir:
             if bases is not None:
                 bases[digest] = state
             return state
-        with gzip.open(delta, "rt", encoding="utf-8") as fh:
-            base_digest = json.loads(fh.readline())["base"]
-        base = self.load_dump(base_digest, bases)
+        if not delta.exists():
+            raise IntegrityFailure(
+                f"{full}: missing (no delta {delta.name} either); restore it from a backup"
+            )
+        try:
+            with gzip.open(delta, "rt", encoding="utf-8") as fh:
+                base_digest = json.loads(fh.readline())["base"]
+            if not isinstance(base_digest, str):
+                raise TypeError("its base is not a digest")
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+            raise IntegrityFailure(
+                f"{delta}: its header cannot be read ({type(exc).__name__}); restore the dump from a backup"
+            ) from None
+        try:
+            base = self.load_dump(base_digest, bases)
+        except IntegrityFailure as exc:
+            raise IntegrityFailure(f"{delta}: its base {base_digest[:12]} cannot be read ({exc})") from None
         return self._checked(delta, digest, lambda: load_delta(delta, base))
 
     @staticmethod
