@@ -273,9 +273,7 @@ def test_a_dump_with_one_byte_changed_is_refused_on_load(published_audit):
 
     results, _ = published_audit
     rd = ResultsDir(results)
-    rec = next(
-        r for r in rd.records() if (rd.dumps / f"{r.after_digest}.delta.jsonl.gz").exists()
-    )
+    rec = next(r for r in rd.records() if (rd.dumps / f"{r.after_digest}.delta.jsonl.gz").exists())
     assert rec.after_digest is not None
     path = rd.dumps / f"{rec.after_digest}.delta.jsonl.gz"
     rd.load_dump(rec.after_digest)  # intact: loads
