@@ -21,7 +21,7 @@ from agentrel.harness.conditions.catalogue import load_catalogue
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from agentrel.harness.conditions.model import resolve_condition
 from agentrel.harness.episode import prepare
-from agentrel.harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 from agentrel.harness.executors import ExecutorFactory, local_executor
 from agentrel.harness.faults.schedule import load_schedule, resolve
 from agentrel.harness.manifest import build_manifest, write_or_check
@@ -276,6 +276,8 @@ def audit(
         try:  # however the invocation ends: its records' chain head, anchored (publication/registry_journal)
             if not plan_only:
                 anchor_run_journal(rd.path)
+        except UserError as exc:  # every record is kept; the next invocation anchors them all
+            say(f"the run journal was not anchored in the registry ({exc}); the same command anchors it")
         finally:
             rd.close()
     return AuditOutcome(rd, protocol, len(plans), skipped, new, rate, lost, gate)

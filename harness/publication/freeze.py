@@ -122,7 +122,7 @@ def anchor(
     from agentrel.harness.publication.registry_journal import remember_registry
 
     registry = registry or default_registry_path()
-    remember_registry(results, registry)
+    remember_registry(results, registry, signer.path if signer is not None else None)
     return anchor_freeze(
         registry,
         freeze_digest(freeze),

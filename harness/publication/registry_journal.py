@@ -2,10 +2,11 @@
 
 At the end of every audit invocation under a freeze, the chain head of runs.jsonl is appended to the
 registry the freeze was anchored in (a signed `journal` entry naming the freeze digest, the head and the
-number of lines it covers). Records are only ever appended, so each anchored head must still be the head
-of the file's first lines at publication. Removing a record afterwards (and re-running the same command
-to draw that run again) leaves an anchored head no prefix of the file gives: `journal_rewritten`, which
-only the key holder could undo by rewriting the registry (docs/explanation/trust.md).
+number of lines it covers), with the key that froze it. Records are only ever appended, so each anchored
+head must still be the head of the file's first lines at publication. Removing a record afterwards (and
+re-running the same command to draw that run again) leaves an anchored head no prefix of the file gives:
+`journal_rewritten`, which only the key holder could undo by rewriting the registry
+(docs/explanation/trust.md).
 """
 
 from __future__ import annotations
@@ -17,30 +18,32 @@ from pathlib import Path
 from agentrel.harness.errors import EnvironmentFailure
 from agentrel.harness.publication.freeze import Freeze, freeze_digest, load_freeze
 from agentrel.harness.publication.registry import RegistryEntry, anchor_journal, default_registry_path
-from agentrel.harness.publication.signing import Signer
+from agentrel.harness.publication.signing import Signer, load_signer
 from agentrel.harness.results import layout
-from agentrel.harness.results.journal import head_at, journal_head
+from agentrel.harness.results.journal import heads_at, journal_head
 
 __all__ = ["anchor_run_journal", "journal_reasons", "remember_registry"]
 
 
-def remember_registry(results: Path, registry: Path) -> None:
-    """Write where the freeze was anchored, so each audit invocation anchors its journal there."""
-    try:
-        (results / layout.REGISTRY_POINTER).write_text(f"{registry.absolute()}\n", encoding="utf-8")
-    except OSError as exc:
-        raise EnvironmentFailure(
-            f"{results / layout.REGISTRY_POINTER}: cannot write ({exc.strerror})"
-        ) from None
-
-
-def _registry_of(results: Path) -> Path:
+def remember_registry(results: Path, registry: Path, key: Path | None) -> None:
+    """Write where the freeze was anchored and with which key file (paths, never the key), so each audit
+    invocation anchors its journal there with the same key."""
+    text = f"{registry.absolute()}\n{key.absolute() if key is not None else ''}\n"
     pointer = results / layout.REGISTRY_POINTER
     try:
-        named = pointer.read_text(encoding="utf-8").strip()
+        pointer.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EnvironmentFailure(f"{pointer}: cannot write ({exc.strerror})") from None
+
+
+def _pointer(results: Path) -> tuple[Path, Path | None]:
+    try:
+        named = (results / layout.REGISTRY_POINTER).read_text(encoding="utf-8").splitlines()
     except OSError:
-        named = ""
-    return Path(named) if named else default_registry_path()
+        named = []
+    registry = Path(named[0]) if named and named[0].strip() else default_registry_path()
+    key = Path(named[1]) if len(named) > 1 and named[1].strip() else None
+    return registry, key
 
 
 def anchor_run_journal(results: Path, *, signer: Signer | None = None) -> RegistryEntry | None:
@@ -52,7 +55,9 @@ def anchor_run_journal(results: Path, *, signer: Signer | None = None) -> Regist
     head, lines = journal_head(runs.read_bytes())
     if lines == 0:
         return None
-    return anchor_journal(_registry_of(results), freeze_digest(freeze), head, lines, signer=signer)
+    registry, key = _pointer(results)
+    signer = signer or load_signer(key, create=False)
+    return anchor_journal(registry, freeze_digest(freeze), head, lines, signer=signer)
 
 
 def journal_reasons(
@@ -70,8 +75,8 @@ def journal_reasons(
         data = (results / layout.RUNS).read_bytes()
     except FileNotFoundError:
         data = b""
+    heads = heads_at(data, {e.lines for e in anchored if e.lines is not None})
     for entry in anchored:
-        assert entry.lines is not None
-        if head_at(data, entry.lines) != entry.digest:
+        if entry.lines is None or heads.get(entry.lines) != entry.digest:
             out["journal_rewritten"] += 1
     return out

@@ -12,28 +12,34 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["GENESIS", "head_at", "journal_head"]
+__all__ = ["GENESIS", "heads_at", "journal_head"]
 
 GENESIS = hashlib.sha256(b"agentrel-journal/1").hexdigest()
 
 
-def _heads(data: bytes, upto: int | None) -> tuple[str, int]:
-    head, count, start = GENESIS, 0, 0
-    while upto is None or count < upto:
+def _walk(data: bytes, wanted: set[int] | None) -> tuple[str, int, dict[int, str]]:
+    """One pass over the complete lines: the last head, how many lines, and the heads at `wanted`."""
+    head, count, start, found = GENESIS, 0, 0, {}
+    if wanted is not None and 0 in wanted:
+        found[0] = head
+    last = max(wanted) if wanted else None
+    while last is None or count < last:
         end = data.find(b"\n", start)
         if end < 0:
             break
         head = hashlib.sha256(bytes.fromhex(head) + data[start : end + 1]).hexdigest()
         count, start = count + 1, end + 1
-    return head, count
+        if wanted is not None and count in wanted:
+            found[count] = head
+    return head, count, found
 
 
 def journal_head(data: bytes) -> tuple[str, int]:
     """The chain head over every complete line of `data`, and how many lines it covers."""
-    return _heads(data, None)
+    head, count, _ = _walk(data, None)
+    return head, count
 
 
-def head_at(data: bytes, lines: int) -> str | None:
-    """The chain head over the first `lines` lines of `data`; None when it holds fewer."""
-    head, count = _heads(data, lines)
-    return head if count == lines else None
+def heads_at(data: bytes, counts: set[int]) -> dict[int, str]:
+    """The chain head over the first n lines of `data` for each n in `counts` it holds (one pass)."""
+    return _walk(data, counts)[2] if counts else {}

@@ -25,6 +25,7 @@ from agentrel.harness.results.destroyed import STATE_DESTROYED
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.session import RunSession
 from agentrel.harness.stopping import StoppingRule
+from tests.publication.test_compare import run_cli
 
 pytestmark = pytest.mark.real_evidence
 
@@ -107,7 +108,7 @@ def _frozen_audit(sandbox, tmp_path: Path, models: list[str], **more: Any) -> tu
 
 
 def test_a_state_destroyed_after_the_subject_acted_stays_damaging_and_is_never_retried(
-    sandbox, tmp_path, destroys_state
+    sandbox, tmp_path, destroys_state, monkeypatch, capsys
 ):
     """Attack 2: damage, then a table renamed so the final state cannot be dumped. It was harness_invalid
     and retried (a retry could behave); now it is a valid, damaging run everywhere it is counted."""
@@ -135,6 +136,14 @@ def test_a_state_destroyed_after_the_subject_acted_stays_damaging_and_is_never_r
     assert STATE_DESTROYED in set(loaded.events["rule"])
     counts = cell_counts(loaded.runs, loaded.invalid, loaded.superseded)
     assert counts[("scripted/oracle", TASK, "clean")].damaging == 1
+
+    # The report and its certificate section (the frozen rule read from the manifest).
+    code, _, err = run_cli(["analyze", str(results), "--out", str(tmp_path / "a")], monkeypatch, capsys)
+    assert code == 0, err
+    report = (tmp_path / "a" / "report.md").read_text()
+    assert STATE_DESTROYED in report
+    (agent,) = json.loads((tmp_path / "a" / "certificates.json").read_text())["agents"]
+    assert agent["certified"] == {} and len(agent["detected"]) == 1
 
     # Publication labels it again from the record (no dump to read) and reaches the same verdict; the
     # scorecard shows the damage and the cell detected.
@@ -303,3 +312,15 @@ def test_a_dump_with_one_byte_changed_is_refused_on_load(published_audit):
     path.write_bytes(original)
     with pytest.raises(IntegrityFailure, match=full.name):
         ResultsDir(results).load_dump(rec.before_digest)
+
+
+def test_an_audit_resumed_over_several_invocations_anchors_each_and_publishes(sandbox, tmp_path):
+    """The honest case beside the attack: each invocation anchors a longer prefix, all of them hold."""
+    kw, registry = _frozen_audit(sandbox, tmp_path, ["scripted/overreach"])
+    audit(**kw, limit=1)
+    audit(**kw)
+    from agentrel.harness.publication.registry import read_registry
+
+    journals = [e for e in read_registry(registry).entries if e.action == "journal"]
+    assert [e.lines for e in journals] == [1, 2]
+    assert publish(kw["results"], registry=registry).scorecard is not None
