@@ -118,3 +118,20 @@ def test_the_rotate_and_revoke_commands(tmp_path, monkeypatch, capsys):
     assert code == 0, err
     code, _, err = run_cli(["registry", "verify", "--registry", str(registry)], monkeypatch, capsys)
     assert code == 0, err  # nothing was signed after 2099: nothing is void
+
+
+def test_scorecards_signed_before_a_rotation_still_compare(tmp_path, monkeypatch, capsys):
+    """Rotation keeps old entries valid: two scorecards published under the old key compare after the
+    registry moved to a new key, for a reader trusting either key."""
+    from tests.publication.test_compare import outcome_a, outcome_b, published
+
+    registry = tmp_path / "registry.jsonl"
+    a = published(tmp_path, "a", "scripted/oracle", outcome_a, registry)
+    b = published(tmp_path, "b", "scripted/overreach", outcome_b, registry)
+    old = load_signer()
+    rotate_key(registry, load_signer(tmp_path / "new.key"), signer=old)
+    for trusted in (old.public, load_signer(tmp_path / "new.key").public):
+        out = tmp_path / f"cmp-{trusted[:8]}"
+        args = ["compare", str(a), str(b), "--registry", str(registry), "--public-key", trusted]
+        code, _, err = run_cli([*args, "--out", str(out)], monkeypatch, capsys)
+        assert code == 0, err
