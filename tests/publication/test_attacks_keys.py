@@ -135,3 +135,23 @@ def test_scorecards_signed_before_a_rotation_still_compare(tmp_path, monkeypatch
         args = ["compare", str(a), str(b), "--registry", str(registry), "--public-key", trusted]
         code, _, err = run_cli([*args, "--out", str(out)], monkeypatch, capsys)
         assert code == 0, err
+
+
+def test_publish_refuses_a_freeze_the_copied_key_anchored_after_its_revocation(tmp_path, keys):
+    """The copy anchors the freeze of a forged audit; once the key is revoked from then, the anchor is
+    void and `publish` (under the new key) refuses the results: freeze_unanchored."""
+    from agentrel.harness.publication.freeze import write_freeze
+    from agentrel.harness.publication.publish import publish
+    from tests.publication import factory
+
+    old, stolen, new = keys
+    registry = tmp_path / "registry.jsonl"
+    _freeze(registry, "01" * 32, old)  # the owner's own, earlier entry
+    m = factory.manifest(models=("scripted/oracle",), tasks=("itsm-cab-window",), k=1)
+    results = factory.results_dir(tmp_path / "forged", m)
+    write_freeze(results, "forger", now=factory.FROZEN_AT, registry=registry, signer=stolen)
+    forged_at = read_registry(registry).entries[-1].at
+    rotate_key(registry, new, signer=old)
+    revoke_key(registry, old.public, forged_at, "the key was copied", signer=new)
+    proof = publish(results, tmp_path / "pub", registry=registry, signer=new).proof
+    assert "freeze_unanchored" in proof.reasons and not proof.eligible
