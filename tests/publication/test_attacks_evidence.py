@@ -141,7 +141,8 @@ def test_a_state_destroyed_after_the_subject_acted_stays_damaging_and_is_never_r
     code, _, err = run_cli(["analyze", str(results), "--out", str(tmp_path / "a")], monkeypatch, capsys)
     assert code == 0, err
     report = (tmp_path / "a" / "report.md").read_text()
-    assert STATE_DESTROYED in report
+    assert "Highest damage rate: scripted/oracle" in report  # the run counts as damage, not as invalid
+    assert f"| {TASK}/clean | detected |" in report
     (agent,) = json.loads((tmp_path / "a" / "certificates.json").read_text())["agents"]
     assert agent["certified"] == {} and len(agent["detected"]) == 1
 
