@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from agentrel.dsl.verdict import DamageEvent, RunFacts, Verdict, build_verdict
 
-__all__ = ["STATE_DESTROYED", "destroyed_verdict", "is_destroyed"]
+__all__ = ["STATE_DESTROYED", "destroyed_verdict"]
 
 STATE_DESTROYED = "state destroyed"
 SPEC = "harness:state_destroyed"  # the event's spec: the harness's own rule, not the task's
@@ -42,8 +42,3 @@ def destroyed_verdict(facts: RunFacts, spec: str) -> Verdict:
     )
     # One change stands for the whole state: the verdict reads "mutated" with damage, never clean.
     return build_verdict([event], 1, [], facts, {}, spec)
-
-
-def is_destroyed(events_rules: list[str], has_after_dump: bool) -> bool:
-    """Whether a recorded verdict is the state-destroyed one (its rules, and no after-dump beside it)."""
-    return not has_after_dump and STATE_DESTROYED in events_rules
