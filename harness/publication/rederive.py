@@ -70,15 +70,15 @@ def rederive_outcomes(results: Path, manifest: Mapping[str, Any], workers: int |
     if not runs:
         return Rederived([], {})
     every = [rec for recs in attempts.values() for rec in recs]
-    decisive = {(rec.run_id, rec.attempt) for rec in runs}
+    decisive = {id(rec) for rec in runs}  # by identity: a broken file may repeat (run id, attempt)
     suite = _suite(manifest)
     problems = _frozen_specs(manifest, suite)
     goals = _goal_ids(manifest, every, suite)
-    jobs: dict[tuple[str, int], Job] = {}
-    for rec in every:
+    jobs: dict[int, Job] = {}
+    for i, rec in enumerate(every):
         if rec.verdict is None or rec.after_digest is None or rec.task in problems:
             continue
-        jobs[(rec.run_id, rec.attempt)] = (
+        jobs[i] = (
             rec.task,
             goals.get(rec.run_id, ""),
             rec.before_digest,
@@ -91,18 +91,18 @@ def rederive_outcomes(results: Path, manifest: Mapping[str, Any], workers: int |
     labelled = _label_all(results, manifest, specs, sorted(set(jobs.values())), workers)
     out = [f"{rec.run_id}: {problems[rec.task]}" for rec in runs if rec.task in problems]
     damaging: dict[str, bool] = {}
-    for rec in every:
+    for i, rec in enumerate(every):
         if rec.verdict is None or rec.task in problems:
             continue
         name = rec.run_id if rec.attempt == 1 else f"{rec.run_id} (attempt {rec.attempt})"
-        job = jobs.get((rec.run_id, rec.attempt))
+        job = jobs.get(i)
         got = labelled[job] if job is not None else _destroyed(rec, specs)
         if isinstance(got, str):
             out.append(f"{name}: {got}")
             continue
         agent_error = rec.error is not None and rec.error.kind == "agent"
         damaged = is_damaging(got["outcome"], bool(got.get("mutated")), agent_error)
-        if (rec.run_id, rec.attempt) in decisive:
+        if id(rec) in decisive:
             damaging[rec.run_id] = damaging.get(rec.run_id, False) or damaged
         elif damaged:
             damaging[rec.run_id] = True
