@@ -279,7 +279,7 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         shown = describe_invalid({str(k): int(v) for k, v in sorted(counts.items())})
         raise InputError(f"{runs_path}: no valid runs ({shown}); no rate can be estimated")
     superseded = [
-        (r.run_id, r.model, r.task, r.condition, str(r.run_index), r.attempt, status)
+        (r.run_id, r.model, r.task, r.condition, str(r.run_index), r.attempt, status, _damaged(r))
         for r, status in decided.superseded
     ]
     return LoadedInput(
@@ -295,4 +295,12 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         conditions=manifest.condition_names if manifest else [],
         faults=fault_report(manifest, decided.runs) if manifest else None,
         stopping=manifest.stopping if manifest else None,
+    )
+
+
+def _damaged(rec: RunRecord) -> bool:
+    """Whether an attempt's state showed damage, whatever its status (the cell's damage evidence)."""
+    v = rec.verdict
+    return v is not None and is_damaging(
+        v.outcome, v.mutated, rec.error is not None and rec.error.kind == "agent"
     )

@@ -111,7 +111,9 @@ INVALID_COLUMNS = (
     "outcome",
     "message",
 )
-SUPERSEDED_COLUMNS = ("run_id", "model", "task", "condition", "run", "attempt", "status")
+# damaged: whether the superseded attempt's state showed damage (the cell's damage evidence: a cell with
+# damage in any attempt is never certified clean).
+SUPERSEDED_COLUMNS = ("run_id", "model", "task", "condition", "run", "attempt", "status", "damaged")
 CELL_KEYS = ["model", "task", "condition"]
 DEFAULT_CONDITION = "default"
 

@@ -21,7 +21,7 @@ from agentrel.harness.conditions.catalogue import load_catalogue
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from agentrel.harness.conditions.model import resolve_condition
 from agentrel.harness.episode import prepare
-from agentrel.harness.errors import EnvironmentFailure, UsageError
+from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 from agentrel.harness.executors import ExecutorFactory, local_executor
 from agentrel.harness.faults.schedule import load_schedule, resolve
 from agentrel.harness.manifest import build_manifest, write_or_check
@@ -34,6 +34,7 @@ from agentrel.harness.publication.environment import observe_environment
 from agentrel.harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
 from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.policy import load_policy
+from agentrel.harness.publication.registry_journal import anchor_run_journal
 from agentrel.harness.recipe import RunRecipe, build_context, resolve_agents
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
@@ -276,7 +277,13 @@ def audit(
                     rd.note_slots(slots.facts())
             rate = progress.runs_per_second
     finally:
-        rd.close()
+        try:  # however the invocation ends: its records' chain head, anchored (publication/registry_journal)
+            if not plan_only:
+                anchor_run_journal(rd.path)
+        except UserError as exc:  # every record is kept; the next invocation anchors them all
+            say(f"the run journal was not anchored in the registry ({exc}); the same command anchors it")
+        finally:
+            rd.close()
     return AuditOutcome(rd, protocol, len(plans), skipped, new, rate, lost, gate)
 
 

@@ -35,10 +35,11 @@ from agentrel.harness.faults.schedule import ResolvedSchedule, TriggerState
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.prices import Price, cost
 from agentrel.harness.redact import redact
+from agentrel.harness.results.destroyed import destroyed_verdict
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import STAMP, FaultOutcome, RunError, RunRecord, Timings, TokenUsage
 from agentrel.harness.results.status import Failure, connected_status, fault_status, run_status
-from agentrel.harness.session import Finished, RunSession
+from agentrel.harness.session import Finished, RunSession, StateUnreadable
 from agentrel.sandbox.sandbox import Sandbox
 
 DEFAULT_PARTITION_S = 1.0
@@ -116,6 +117,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     result: AgentResult | None = None
     finished: Finished | None = None
     harness_error: str | None = None
+    destroyed = False  # the final state could not be read after the subject acted
     try:
         async with session:
             timings.clone_s = session.clone_s
@@ -132,6 +134,8 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
             finished = await session.finish(facts)
     except (asyncio.CancelledError, AuthFailure):
         raise
+    except StateUnreadable as exc:  # after the subject acted: what it left is damage (results.destroyed)
+        harness_error, destroyed = f"{type(exc).__name__}: {exc}"[:500], True
     except Exception as exc:  # the clone or the dump failed: there is no state to read
         harness_error = f"{type(exc).__name__}: {exc}"[:500]
 
@@ -145,6 +149,13 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
     failure: Failure | None = "harness" if harness_error else (result.failure if result else None)
     message = redact(harness_error or (result.error if result else None) or "") or None
     verdict = finished.verdict if finished else None
+    if destroyed:  # errored: the record carries the dump's error, and publication labels from the record
+        facts = RunFacts(
+            final_message=result.final_message if result else None,
+            errored=True,
+            stalled=bool(result and result.stalled),
+        )
+        verdict = destroyed_verdict(facts, f"{prepared.spec.name}@{prepared.spec.version}")
     usage = result.usage if result else None
     transcript = {
         "run_id": plan.run_id,

@@ -10,7 +10,9 @@ whether the cell needs more runs (analysis/decisions/certify.py and confseq.py h
 
 The rule and its parameters are written into the manifest (``stopping``), so they are part of the
 protocol hash: a resume or a freeze with another rule is refused like any other protocol change.
-Invalid runs never count toward a decision. A cell runs one run at a time (--concurrency spreads over
+Invalid runs never count toward a decision as clean; damage in any attempt (an unwitnessed fault
+attempt's included) detects its cell (`harness.results.status.decision_count`).
+A cell runs one run at a time (--concurrency spreads over
 cells), and an invalid attempt is retried at once, so a cell's runs are decided in run-index order: what
 the gate saw as records arrived is what `decided_at` replays from the run indices, which is how
 publication checks that a cell stopped exactly where the frozen rule allowed (harness/publication/
@@ -40,7 +42,7 @@ from agentrel.analysis.decisions.confseq import precision_decision
 from agentrel.harness.errors import UsageError
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.results.record import RunRecord
-from agentrel.harness.results.status import is_damaging
+from agentrel.harness.results.status import decision_count, is_damaging
 
 Cell = tuple[str, str, str]  # (model, task, cell condition)
 
@@ -189,24 +191,28 @@ class CellGate:
         self.unfunded = 0  # planned runs left unrun: the budget was spent
         self.spent = 0  # attempts started or recorded (what --budget-runs counts)
         self._locks: dict[Cell, asyncio.Lock] = {}
+        self._damaged: set[str] = set()  # runs already counted damaging
 
     def observe(self, record: RunRecord) -> None:
-        """Count one decisive attempt; an invalid one counts as invalid (never clean)."""
+        """Count one attempt: damaging whenever its state shows damage, whatever its status (an
+        unwitnessed fault attempt's damage still detects its cell: `status.decision_count`); clean only
+        when valid; otherwise invalid (never clean). A run counted damaging adds nothing more."""
+        if record.run_id in self._damaged:
+            return
         key = (record.model, record.task, record.condition)
-        cell = self.counts.get(key, CellCounts())
-        if not record.terminal:
-            status: Literal["clean", "damaging", "invalid"] = "invalid"
-        elif record.valid and record.verdict is not None:
-            status = "damaging" if _damaging(record) else "clean"
-        else:
-            status = "invalid"
-        self.counts[key] = cell.add(status)
+        damaged = _damaging(record)
+        if damaged:
+            self._damaged.add(record.run_id)
+        measured = record.status if record.terminal and record.verdict is not None else "invalid"
+        self.counts[key] = self.counts.get(key, CellCounts()).add(decision_count(measured, damaged))
 
     def seed(self, attempts: Iterable[list[RunRecord]]) -> None:
-        """On resume: the decisive attempt of every recorded run (its last terminal one, else its last)."""
+        """On resume: per recorded run, a damaging attempt if it has one, else its decisive attempt (its
+        last terminal one, else its last)."""
         for recs in attempts:
             terminal = [r for r in recs if r.terminal]
-            self.observe(terminal[-1] if terminal else recs[-1])
+            damaged = [r for r in recs if _damaging(r)]
+            self.observe(damaged[0] if damaged else terminal[-1] if terminal else recs[-1])
             self.spent += len(recs)
 
     def decision(self, key: Cell) -> str:

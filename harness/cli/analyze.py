@@ -207,7 +207,7 @@ def write_certificates(
     from agentrel.analysis.decisions.certificates import certificate_report, markdown
     from agentrel.analysis.decisions.evidence import cell_counts
 
-    counts = cell_counts(loaded.runs, loaded.invalid)
+    counts = cell_counts(loaded.runs, loaded.invalid, loaded.superseded)
     report = certificate_report(counts, target_p, confidence, multiplicity, source)  # type: ignore[arg-type]
     with open(out_dir / "report.md", "a", encoding="utf-8") as fh:
         fh.write("\n" + markdown(report))

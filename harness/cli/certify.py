@@ -90,7 +90,7 @@ def certify_command(
     from agentrel.analysis.decisions.evidence import cell_counts
 
     loaded = load(results, allow_mixed_protocols)
-    counts = cell_counts(loaded.runs, loaded.invalid)
+    counts = cell_counts(loaded.runs, loaded.invalid, loaded.superseded)
     certs = certificate_report(counts, target_p, confidence, mode)  # type: ignore[arg-type]
     report: dict[str, object] = {"target_p": target_p, "confidence": confidence, "multiplicity": mode}
     report["agents"] = [a.model_dump(mode="json", exclude={"cells", "cell_confidence"}) for a in certs.agents]

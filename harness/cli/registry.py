@@ -1,5 +1,5 @@
-"""`agentrel registry supersede|withdraw|list|verify|repair`: the append-only, signed record of freezes and
-published scorecards."""
+"""`agentrel registry supersede|withdraw|list|verify|repair|rotate-key|revoke-key`: the append-only, signed
+record of freezes and published scorecards, and the keys that sign it."""
 
 from __future__ import annotations
 
@@ -207,7 +207,14 @@ def verify_command(
         f"{state.key or '(none: empty)'}; head {state.head}{torn}",
         markup=False,
     )
-    if state.torn is not None:
+    if state.void:
+        first = state.void[0]
+        err.print(
+            f"agentrel: {path}:{first.seq + 1}: {len(state.void)} entr(ies) signed by revoked key "
+            f"{first.key[:16]} after its revocation: void, they anchor and register nothing",
+            markup=False,
+        )
+    if state.torn is not None or state.void:
         raise typer.Exit(int(ExitCode.FAILED))
 
 
@@ -225,6 +232,60 @@ def repair(registry: RegistryFile = None, key: KeyFile = None) -> None:
 
     if resign_head(path, key=key):
         out.print(f"{head_path(path)}: re-signed over the entries an interrupted append left", markup=False)
+
+
+@app.command("rotate-key")
+def rotate_key(
+    registry: RegistryFile = None,
+    key: KeyFile = None,
+    new_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--new-key",
+            help="The new key's file (made if absent; default: a new key at --key's path, "
+            "the old one kept beside it as <name>.retired-<its public key>).",
+        ),
+    ] = None,
+) -> None:
+    """Rotate the registry to a new signing key: an entry signed by the current key names the new one;
+    every later entry and the signed head are the new key's. Entries signed before stay valid."""
+    from agentrel.harness.publication.registry import rotate_key as rotate
+    from agentrel.harness.publication.signing import load_signer
+
+    path = registry_path(registry)
+    old = load_signer(key, create=False)
+    target = new_key.absolute() if new_key is not None else old.path.with_name(f".{old.path.name}.next")
+    new = load_signer(target)
+    entry = rotate(path, new, signer=old)
+    if new_key is None:  # the new key takes the old one's place; the old one is kept, retired
+        retired = old.path.with_name(f"{old.path.name}.retired-{old.public[:16]}")
+        old.path.rename(retired)
+        target.rename(old.path)
+        out.print(f"{retired}: the retired key (keep it offline, or destroy it)", markup=False)
+    out.print(
+        f"{path}:{entry.seq + 1}: rotated from key {old.public} to {new.public}",
+        markup=False,
+    )
+
+
+@app.command("revoke-key")
+def revoke_key(
+    public: Annotated[str, typer.Argument(help="The public key to revoke (64 hex digits).")],
+    since: Annotated[
+        str, typer.Option("--from", help="From when its signatures are void (ISO-8601 date or time; UTC).")
+    ],
+    reason: Reason,
+    registry: RegistryFile = None,
+    key: KeyFile = None,
+) -> None:
+    """Revoke an earlier key from a date: what it signed from then on is void (`verify` and `publish`
+    refuse it); what it signed before stays valid. Signed by the current key (rotate first)."""
+    from agentrel.harness.publication.registry import revoke_key as revoke
+    from agentrel.harness.publication.signing import load_signer
+
+    path = registry_path(registry)
+    entry = revoke(path, public, since, reason, signer=load_signer(key, create=False))
+    out.print(f"{path}:{entry.seq + 1}: key {public[:16]} revoked from {entry.revoked_from}", markup=False)
 
 
 def register(root: typer.Typer) -> None:

@@ -6,6 +6,12 @@ present (the resume reads dumps to their checksums; a publication does not re-re
 the receipts a record carries are the ones the harness fsynced in `receipts/<run id>.<attempt>.jsonl`
 before recovery (a record edited to claim a witness the log never saw differs from it). Reads only; the
 validator turns what it finds into `evidence_lost`.
+
+The other way round, `orphan_problems` lists the evidence no record names: a run's after-state dump (a
+delta), a transcript or a receipt log. Removing a record leaves them behind (and re-running the same
+command draws that run again), so the validator refuses them (`orphan_evidence`). Full dumps are the
+task templates the deltas are against; the audit stores one per task before any run, so an unnamed one
+is no run's evidence and is left alone.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from agentrel.harness.publication.canonical import parse_canonical, part_bytes, 
 from agentrel.harness.publication.evidence import Evidence
 from agentrel.harness.results.directory import ResultsDir
 
-__all__ = ["artifact_problems"]
+__all__ = ["artifact_problems", "orphan_problems"]
 
 
 def artifact_problems(results: Path, evidence: Evidence) -> list[str]:
@@ -58,4 +64,29 @@ def _receipt_log(path: Path) -> dict[str, set[str]] | None:
             out[entry["receipt"]].add(sha256_hex(part_bytes(entry["body"], fast)))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return out
+
+
+def orphan_problems(results: Path, evidence: Evidence) -> list[str]:
+    """One line per dump, transcript or receipt log in `results` that no record names."""
+    rd = ResultsDir(results)
+    named = set(evidence.dumps)
+    attempts = {(r.run_id, r.attempt) for r in evidence.records}
+    transcripts = {rd.transcript_path(rid, attempt).name for rid, attempt in attempts}
+    receipts = {rd.receipt_path(rid, attempt).name for rid, attempt in attempts}
+    out = [
+        f"dump {path.name} is named by no record"
+        for path in sorted(rd.dumps.glob("*.delta.jsonl.gz"))
+        if path.name.removesuffix(".delta.jsonl.gz") not in named
+    ]
+    out += [
+        f"transcript {path.name} is named by no record"
+        for path in sorted(rd.transcripts.glob("*.json"))
+        if path.name not in transcripts
+    ]
+    out += [
+        f"receipt log receipts/{path.name} is named by no record"
+        for path in sorted(rd.receipts.glob("*.jsonl"))
+        if path.name not in receipts
+    ]
     return out

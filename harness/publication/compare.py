@@ -239,9 +239,13 @@ def check_comparable(
     if len(views) < 2:
         raise Refused("comparison needs at least two scorecards")
     for v in views:
-        if registry.key is not None and v.signed_by != registry.key:
+        # The key that registered it (a key of the registry's rotation chain, its entry not void), else the
+        # registry's current key: a scorecard signed before a rotation still compares.
+        known = registry.records.get(v.digest)
+        keeper = known.registration.key if known is not None else registry.key
+        if keeper is not None and v.signed_by != keeper:
             raise Refused(
-                f"{v.name}: signed by key {v.signed_by[:16]}, not {registry.key[:16]}, which keeps the "
+                f"{v.name}: signed by key {v.signed_by[:16]}, not {keeper[:16]}, which keeps the "
                 f"registry {registry.path}: another publisher's scorecard"
             )
     first = views[0]

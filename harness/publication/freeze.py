@@ -117,9 +117,14 @@ def runs_recorded(results: Path) -> int:
 def anchor(
     results: Path, freeze: Freeze, *, registry: Path | None = None, signer: Signer | None = None
 ) -> RegistryEntry:
-    """The freeze's signed entry in the registry, appended now unless it is there already."""
+    """The freeze's signed entry in the registry, appended now unless it is there already; the
+    directory remembers the registry, where each audit invocation anchors its run journal."""
+    from agentrel.harness.publication.registry_journal import remember_registry
+
+    registry = registry or default_registry_path()
+    remember_registry(results, registry, signer.path if signer is not None else None)
     return anchor_freeze(
-        registry or default_registry_path(),
+        registry,
         freeze_digest(freeze),
         freeze.protocol_hash,
         freeze.matrix_hash,

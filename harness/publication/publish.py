@@ -29,7 +29,7 @@ from agentrel.analysis.faults import FaultReport
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UserError
 from agentrel.harness.publication.anchor import anchor_reasons
-from agentrel.harness.publication.artifacts import artifact_problems
+from agentrel.harness.publication.artifacts import artifact_problems, orphan_problems
 from agentrel.harness.publication.canonical import model_bytes
 from agentrel.harness.publication.conformance import ENVIRONMENT_FILE, read_execution_environment
 from agentrel.harness.publication.eligibility import EligibilityProof, proof_of
@@ -42,6 +42,7 @@ from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
 from agentrel.harness.publication.policy import Policy, load_policy
 from agentrel.harness.publication.rederive import rederive_outcomes
 from agentrel.harness.publication.registry import default_registry_path, register, verify
+from agentrel.harness.publication.registry_journal import journal_reasons
 from agentrel.harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
 from agentrel.harness.publication.scorecard import AxisValue, CellCertificate, PublishableScorecard
 from agentrel.harness.publication.signing import Signer, load_signer, trusted_key
@@ -132,7 +133,8 @@ def _validate(
     """Read and validate (the caller holds the lock and keeps the evidence held)."""
     manifest = read_manifest(results)
     freeze = load_freeze(results)
-    anchors = verify(registry, trusted).freezes  # a registry that does not verify is refused here
+    state = verify(registry, trusted)  # a registry that does not verify is refused here
+    anchors = state.freezes
     t0 = time.perf_counter()
     evidence = read_evidence(results / "runs.jsonl", workers)
     clock["evidence_root"] = time.perf_counter() - t0
@@ -144,6 +146,10 @@ def _validate(
     identity = identity_of(manifest, policy=policy)
     check = check_matrix(manifest, freeze, evidence, policy, identity, problems, mismatches, damaging)
     check.reasons.update(anchor_reasons(freeze, anchors, evidence.records))
+    check.reasons.update(journal_reasons(results, freeze, state.journals))
+    if orphans := orphan_problems(results, evidence):
+        check.reasons["orphan_evidence"] += len(orphans)
+        check.artifact_problems = (*check.artifact_problems, *orphans)
     proof = proof_of(check, evidence)
     clock["validate"] = time.perf_counter() - t0
     return _Read(manifest, evidence, check, proof)

@@ -51,6 +51,10 @@ REASONS: dict[str, str] = {
     "fault_unwitnessed": "a fault-scheduled run has no witnessed fault (invalid injection, no or "
     "contradicting receipts, or not valid)",
     "evidence_lost": "a dump or transcript a record names is missing or altered",
+    "orphan_evidence": "a dump, transcript or receipt log in the results directory is named by no record: "
+    "a record was removed (a re-roll), or an attempt was cut short before its record was written",
+    "journal_rewritten": "runs.jsonl is not the journal the registry anchored at the end of an audit: a "
+    "record was removed, edited or reordered afterwards",
     "stopping_rule_unreadable": "the manifest's sequential-audit rule (stopping) cannot be read",
     "stopping_unverified": "a sequential audit's cells can only be judged done from re-derived outcomes, "
     "and none were derived",

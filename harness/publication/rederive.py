@@ -9,6 +9,13 @@ outcome and the fault's receipts (their verdict recomputed from the actuator's a
 which the artifact check holds equal to the fsynced logs). Any difference from the record is a
 `verdict_mismatch`: a hand-edited verdict or status is never published.
 
+Every attempt is labelled, not only the decisive one: an earlier attempt's damage (an unwitnessed fault
+attempt, one whose harness failed after the subject acted) is the cell's damage evidence, and a run with
+damage in any attempt counts as damaging wherever a cell is decided or certified (`status.decision_count`).
+An attempt whose final state could not be read after its subject acted carries the state-destroyed verdict
+(harness.results.destroyed); it is built again from the record and the frozen spec's name, and any other
+verdict on a record without an after-dump is a mismatch.
+
 Runs that left the same state with the same labeller inputs are labelled once (stored dumps are
 content-addressed, so most share their after-state); the rest are labelled in parallel processes.
 """
@@ -26,6 +33,7 @@ from agentrel.dsl.api import RunFacts, Spec, label, load_spec
 from agentrel.dsl.state import State
 from agentrel.harness.faults.receipts import verdict as receipt_verdict
 from agentrel.harness.publication.evidence import pool_context
+from agentrel.harness.results.destroyed import destroyed_verdict
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.results.status import connected_status, fault_status, is_damaging, run_status
@@ -43,7 +51,9 @@ PER_WORKER = 64
 class Rederived(NamedTuple):
     mismatches: list[str]  # one line per decisive run whose record the evidence does not give back
     # Run id -> whether its re-derived verdict is damaging (harness.results.status.is_damaging), for every
-    # decisive run labelled again; what publication's stopping check reads, never the recorded verdict.
+    # decisive run labelled again, and True for every run with damage in any attempt (its damage evidence
+    # is never erased by a later or an invalid attempt); what publication's stopping check reads, never
+    # the recorded verdict.
     damaging: dict[str, bool]
 
 
@@ -55,19 +65,20 @@ def rederive(results: Path, manifest: Mapping[str, Any], workers: int | None = N
 def rederive_outcomes(results: Path, manifest: Mapping[str, Any], workers: int | None = None) -> Rederived:
     """The mismatches (sorted) and each re-derived run's damage, from one labelling of the evidence."""
     rd = ResultsDir(results)
-    runs = rd.records()
+    attempts = rd.attempts()
+    runs = rd.records(attempts)
     if not runs:
         return Rederived([], {})
+    every = [rec for recs in attempts.values() for rec in recs]
+    decisive = {id(rec) for rec in runs}  # by identity: a broken file may repeat (run id, attempt)
     suite = _suite(manifest)
     problems = _frozen_specs(manifest, suite)
-    goals = _goal_ids(manifest, runs, suite)
-    jobs: dict[str, Job] = {}
-    for rec in runs:
-        if rec.verdict is None or rec.after_digest is None:
+    goals = _goal_ids(manifest, every, suite)
+    jobs: dict[int, Job] = {}
+    for i, rec in enumerate(every):
+        if rec.verdict is None or rec.after_digest is None or rec.task in problems:
             continue
-        if rec.task in problems:
-            continue
-        jobs[rec.run_id] = (
+        jobs[i] = (
             rec.task,
             goals.get(rec.run_id, ""),
             rec.before_digest,
@@ -80,24 +91,40 @@ def rederive_outcomes(results: Path, manifest: Mapping[str, Any], workers: int |
     labelled = _label_all(results, manifest, specs, sorted(set(jobs.values())), workers)
     out = [f"{rec.run_id}: {problems[rec.task]}" for rec in runs if rec.task in problems]
     damaging: dict[str, bool] = {}
-    for rec in runs:
-        job = jobs.get(rec.run_id)
-        if job is None:
+    for i, rec in enumerate(every):
+        if rec.verdict is None or rec.task in problems:
             continue
-        got = labelled[job]
-        assert rec.verdict is not None
+        name = rec.run_id if rec.attempt == 1 else f"{rec.run_id} (attempt {rec.attempt})"
+        job = jobs.get(i)
+        got = labelled[job] if job is not None else _destroyed(rec, specs)
         if isinstance(got, str):
-            out.append(f"{rec.run_id}: {got}")
+            out.append(f"{name}: {got}")
             continue
         agent_error = rec.error is not None and rec.error.kind == "agent"
-        damaging[rec.run_id] = is_damaging(got["outcome"], bool(got.get("mutated")), agent_error)
+        damaged = is_damaging(got["outcome"], bool(got.get("mutated")), agent_error)
+        if id(rec) in decisive:
+            damaging[rec.run_id] = damaging.get(rec.run_id, False) or damaged
+        elif damaged:
+            damaging[rec.run_id] = True
         if got != rec.verdict.model_dump(mode="json"):
-            out.append(
-                f"{rec.run_id}: its verdict is not what its dumps give ({_first_difference(got, rec)})"
-            )
+            out.append(f"{name}: its verdict is not what its dumps give ({_first_difference(got, rec)})")
         elif (status := _status(rec, got["outcome"])) != rec.status:
-            out.append(f"{rec.run_id}: status {rec.status} but its error and receipts give {status}")
+            out.append(f"{name}: status {rec.status} but its error and receipts give {status}")
     return Rederived(sorted(out), damaging)
+
+
+def _destroyed(rec: RunRecord, specs: Mapping[str, str]) -> dict[str, Any] | str:
+    """The verdict a record without an after-dump can carry: the state-destroyed one, built again from
+    the record's own labeller inputs and the frozen spec's name (harness.results.destroyed)."""
+    path = specs.get(rec.task)
+    if path is None:
+        return f"task {rec.task} is not in this suite, so its spec cannot be checked"
+    try:
+        spec = _spec(path)
+    except Exception as exc:
+        return f"its spec cannot be read ({type(exc).__name__}: {exc})"[:300]
+    facts = RunFacts(final_message=rec.final_message, errored=rec.error is not None, stalled=rec.stalled)
+    return destroyed_verdict(facts, f"{spec.name}@{spec.version}").model_dump(mode="json")
 
 
 def _status(rec: RunRecord, outcome: str) -> str:

@@ -56,12 +56,15 @@ __all__ = [
     "Status",
     "TornTail",
     "anchor_freeze",
+    "anchor_journal",
     "default_registry_path",
     "parse_registry",
     "read_registry",
     "register",
     "repair",
     "resign_head",
+    "revoke_key",
+    "rotate_key",
     "status_of",
     "supersede",
     "verify",
@@ -106,10 +109,10 @@ def verify(path: Path, trusted: str | None, kept_head: str | None = None) -> Reg
                 f"{path}: signed by key {state.key}, and no key to trust is given: pass --public-key "
                 "(the publisher's, printed by publish)"
             )
-        if state.key != trusted:
+        if trusted not in state.keys:  # the trusted key, or one it rotated to (registry_model._keys)
             raise IntegrityFailure(
-                f"{path}:1: signed by key {state.key[:16]}, not the trusted {trusted[:16]}: another "
-                "publisher's registry"
+                f"{path}:1: signed by key {state.key[:16]}, not the trusted {trusted[:16]} or a key it "
+                "rotated to: another publisher's registry"
             )
     if kept_head is not None:
         chain = {e.prev for e in state.entries[1:]} | {state.head}
@@ -206,6 +209,11 @@ def _append(path: Path, signer: Signer | None, **fields: object) -> RegistryEntr
 def _check(state: RegistryState, fields: dict[str, object]) -> RegistryEntry | None:
     """Refuse what the registry does not permit; an identical registration or freeze is a no-op (a re-run)."""
     digest = str(fields["digest"])
+    if fields["action"] == "journal":  # the same head of the same journal again: a no-op
+        held = state.journals.get(str(fields["journal_of"]), ())
+        return held[-1] if held and (held[-1].digest, held[-1].lines) == (digest, fields["lines"]) else None
+    if fields["action"] in ("rotate", "revoke"):
+        return None
     if fields["action"] == "freeze":
         return state.freezes.get(digest)  # the digest binds the freeze's hashes: the first one stands
     known = state.records.get(digest)
@@ -381,3 +389,61 @@ def resign_head(registry_path: Path, *, key: Path | None = None) -> bool:
         if problem:
             raise IntegrityFailure(problem)
     return resigned
+
+
+def anchor_journal(
+    registry_path: Path, freeze_digest: str, head: str, lines: int, *, signer: Signer | None = None
+) -> RegistryEntry:
+    """Anchor the chain head of a results directory's runs.jsonl (registry_journal.journal_head) under
+    its freeze: removing a record afterwards no longer gives an anchored prefix."""
+    _hex(freeze_digest, "the freeze digest")
+    _hex(head, "the journal head")
+    return _append(
+        registry_path, signer, action="journal", digest=head, journal_of=freeze_digest, lines=lines
+    )
+
+
+def rotate_key(registry_path: Path, new: Signer, *, signer: Signer | None = None) -> RegistryEntry:
+    """Append a rotation, signed by the registry's current key (`signer`), naming `new`'s public key;
+    every later entry, and the signed head, is `new`'s."""
+    signer = signer or load_signer(create=False)
+    if new.public == signer.public:
+        raise UsageError("the new key is the current one: give a new --new-key")
+    entry = _append(registry_path, signer, action="rotate", digest=new.public, by=_who(None))
+    write_head(registry_path, sign_head(new, entry.seq + 1, sha256_hex(entry.line())))
+    return entry
+
+
+def revoke_key(
+    registry_path: Path, public: str, revoked_from: str, reason: str, *, signer: Signer | None = None
+) -> RegistryEntry:
+    """Void what `public` signed from `revoked_from` on (an ISO-8601 date or time; a date is midnight
+    UTC). Signed by the registry's current key, which must be another one (rotate first)."""
+    public = public.strip().lower().removeprefix("ed25519:")
+    if not re.fullmatch(HEX64, public):
+        raise UsageError(
+            f"the key to revoke must be 64 hex digits (an Ed25519 public key), got {public[:80]!r}"
+        )
+    if not reason.strip():
+        raise UsageError("--reason must say why (it is kept in the registry for good)")
+    try:
+        when = datetime.fromisoformat(revoked_from)
+    except ValueError:
+        raise UsageError(f"--from must be an ISO-8601 date or time, got {revoked_from[:40]!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    signer = signer or load_signer(create=False)
+    if public == signer.public:
+        raise UsageError("cannot revoke the registry's current key: `agentrel registry rotate-key` first")
+    state = read_registry(registry_path)
+    if public not in state.keys:
+        raise UsageError(f"{public[:16]} never signed {registry_path}: nothing to revoke")
+    return _append(
+        registry_path,
+        signer,
+        action="revoke",
+        digest=public,
+        revoked_from=when.isoformat(),
+        reason=reason,
+        by=_who(None),
+    )

@@ -5,7 +5,7 @@ into each scorecard's status and each freeze's anchor. No I/O: registry.py reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -38,8 +38,10 @@ class RegistryEntry(BaseModel):
     format: Literal["agentrel-registry-entry/2"] = "agentrel-registry-entry/2"
     seq: int = Field(ge=0)
     prev: str = Field(pattern=HEX64)  # SHA-256 of the previous line's bytes; GENESIS for the first
-    action: Literal["freeze", "register", "supersede", "withdraw"]
-    digest: str = Field(pattern=HEX64)  # the scorecard's digest; a freeze's: the freeze digest
+    action: Literal["freeze", "register", "supersede", "withdraw", "journal", "rotate", "revoke"]
+    # the scorecard's digest; a freeze's: the freeze digest; a journal's: the runs.jsonl chain head it
+    # anchors; a rotation's: the new public key; a revocation's: the revoked public key
+    digest: str = Field(pattern=HEX64)
     at: str  # ISO-8601 UTC, when it was appended
     by: str | None = None
     protocol_hash: str | None = Field(default=None, pattern=HEX64)
@@ -49,6 +51,12 @@ class RegistryEntry(BaseModel):
     replacement: str | None = Field(default=None, pattern=HEX64)  # the amended protocol's hash
     matrix_hash: str | None = Field(default=None, pattern=HEX64)  # a freeze's
     runs_before: int | None = Field(default=None, ge=0)  # a freeze's: records already in runs.jsonl
+    # A journal's: the freeze its results directory runs under, and how many lines of runs.jsonl the
+    # head covers (registry_journal.py).
+    journal_of: str | None = Field(default=None, pattern=HEX64)
+    lines: int | None = Field(default=None, ge=0)
+    # A revocation's: from when the revoked key's signatures are void (ISO-8601 with a time zone).
+    revoked_from: str | None = None
     key: str = Field(pattern=PUBLIC_PATTERN)  # the Ed25519 public key that signed it
     sig: str = Field(pattern=SIG_PATTERN)
 
@@ -60,6 +68,11 @@ class RegistryEntry(BaseModel):
             raise ValueError(f"at is not an ISO-8601 time: {self.at[:40]!r}") from None
         if stamped.tzinfo is None:
             raise ValueError("at names no time zone")  # a freeze's time is compared with the runs' (UTC)
+        special = (self.journal_of, self.lines, self.revoked_from)
+        if self.action in ("journal", "rotate", "revoke"):
+            return self._key_or_journal()
+        if special != (None, None, None):
+            raise ValueError(f"a {self.action} has no journal_of, lines or revoked_from")
         freeze_fields = (self.matrix_hash, self.runs_before)
         if self.action == "freeze":
             if self.protocol_hash is None or None in freeze_fields:
@@ -81,6 +94,30 @@ class RegistryEntry(BaseModel):
                 raise ValueError(f"a {self.action} names only the digest it judges")
             if self.action == "withdraw" and self.replacement is not None:
                 raise ValueError("a withdrawal has no replacement")
+        return self
+
+    def _key_or_journal(self) -> RegistryEntry:
+        others = (self.protocol_hash, self.subject_config_hash, self.derived_from, self.replacement)
+        if others != (None,) * 4 or (self.matrix_hash, self.runs_before) != (None, None):
+            raise ValueError(f"a {self.action} names no protocol, subject, matrix or replacement")
+        if self.action == "journal":
+            if self.journal_of is None or self.lines is None or self.revoked_from is not None:
+                raise ValueError("a journal names its freeze (journal_of) and lines, nothing else")
+            return self
+        if self.journal_of is not None or self.lines is not None:
+            raise ValueError(f"a {self.action} has no journal_of or lines")
+        if self.action == "rotate":
+            if self.revoked_from is not None:
+                raise ValueError("a rotation has no revoked_from")
+            return self
+        if not (self.reason or "").strip() or self.revoked_from is None:
+            raise ValueError("a revocation gives a reason and revoked_from")
+        try:
+            when = datetime.fromisoformat(self.revoked_from)
+        except ValueError:
+            raise ValueError(f"revoked_from is not an ISO-8601 time: {self.revoked_from[:40]!r}") from None
+        if when.tzinfo is None:
+            raise ValueError("revoked_from names no time zone")
         return self
 
     def line(self) -> bytes:
@@ -114,7 +151,12 @@ class RegistryState:
     torn: TornTail | None
     records: dict[str, DigestRecord]
     freezes: dict[str, RegistryEntry]  # freeze digest -> its (first) freeze entry
-    key: str | None  # the public key that signed every entry; None when empty
+    key: str | None  # the current key (the last of the rotation chain); None when empty
+    # freeze digest -> its journal entries, in order (each anchors a prefix of that runs.jsonl)
+    journals: dict[str, tuple[RegistryEntry, ...]] = field(default_factory=dict)
+    keys: tuple[str, ...] = ()  # the rotation chain, first key first
+    # Entries a revoked key signed from its revocation on: void, they vouch for nothing
+    void: tuple[RegistryEntry, ...] = ()
 
     def require_whole(self) -> None:
         if self.torn is not None:
@@ -130,13 +172,20 @@ class RegistryState:
 
 def _fold(
     path: Path, entries: list[RegistryEntry]
-) -> tuple[dict[str, DigestRecord], dict[str, RegistryEntry]]:
+) -> tuple[dict[str, DigestRecord], dict[str, RegistryEntry], dict[str, tuple[RegistryEntry, ...]]]:
     """Replay the entries; one a writer could not have appended (a judgement before the registration,
     a second withdrawal) means the file was written by something else, and is refused."""
     records: dict[str, DigestRecord] = {}
     freezes: dict[str, RegistryEntry] = {}
+    journals: dict[str, tuple[RegistryEntry, ...]] = {}
     for entry in entries:
         where = f"{path}:{entry.seq + 1}"
+        if entry.action in ("rotate", "revoke"):
+            continue
+        if entry.action == "journal":
+            assert entry.journal_of is not None
+            journals[entry.journal_of] = (*journals.get(entry.journal_of, ()), entry)
+            continue
         if entry.action == "freeze":
             if entry.digest in freezes:
                 raise IntegrityFailure(f"{where}: freeze {entry.digest[:12]} is anchored twice")
@@ -155,7 +204,40 @@ def _fold(
             raise IntegrityFailure(f"{where}: {problem}")
         status: Status = "superseded" if entry.action == "supersede" else "withdrawn"
         records[entry.digest] = DigestRecord(known.registration, status, entry)
-    return records, freezes
+    return records, freezes, journals
+
+
+def _keys(path: Path, entries: list[RegistryEntry]) -> tuple[tuple[str, ...], list[RegistryEntry]]:
+    """The rotation chain and the entries void under a revocation. Each entry is signed by the current
+    key: the first entry's, then the key each rotation (signed by the key before it) names. A revocation,
+    signed by the current key, voids what the revoked key signed from its `revoked_from` on, except the
+    rotations of the chain itself (the way the current key was reached)."""
+    chain: list[str] = []
+    revoked: dict[str, datetime] = {}
+    for entry in entries:
+        where = f"{path}:{entry.seq + 1}"
+        if not chain:
+            chain.append(entry.key)
+        if entry.key != chain[-1]:
+            raise IntegrityFailure(
+                f"{where}: signed by key {entry.key[:16]}, the registry's key is {chain[-1][:16]} "
+                "(a key the registry never rotated to)"
+            )
+        if entry.action == "rotate":
+            if entry.digest in chain:
+                raise IntegrityFailure(f"{where}: rotates back to the earlier key {entry.digest[:16]}")
+            chain.append(entry.digest)
+        elif entry.action == "revoke":
+            if entry.digest == chain[-1]:
+                raise IntegrityFailure(f"{where}: revokes the key that signed it")
+            assert entry.revoked_from is not None
+            revoked[entry.digest] = datetime.fromisoformat(entry.revoked_from)
+    void = [
+        e
+        for e in entries
+        if e.action != "rotate" and e.key in revoked and datetime.fromisoformat(e.at) >= revoked[e.key]
+    ]
+    return tuple(chain), void
 
 
 def judgement_problem(known: DigestRecord, action: str) -> str | None:
@@ -206,8 +288,8 @@ def parse_registry(path: Path, data: bytes) -> RegistryState:
                 f"{where}: its signature does not verify: the entry was written or re-chained without "
                 f"the key it names ({entry.key[:16]})"
             )
-        if key is not None and entry.key != key:
-            raise IntegrityFailure(f"{where}: signed by key {entry.key[:16]}, the registry by {key[:16]}")
-        key = entry.key
-    records, freezes = _fold(path, entries)
-    return RegistryState(path, tuple(entries), prev, torn, records, freezes, key)
+    keys, void = _keys(path, entries)
+    key = keys[-1] if keys else None
+    voided = {e.seq for e in void}
+    records, freezes, journals = _fold(path, [e for e in entries if e.seq not in voided])
+    return RegistryState(path, tuple(entries), prev, torn, records, freezes, key, journals, keys, tuple(void))

@@ -5,7 +5,8 @@ rule edited after the freeze changes the manifest hash and the freeze check refu
 cell (model, task, condition, fault) is replayed in run-index order: the harness runs a cell one run at a
 time and retries an invalid attempt at once (harness/stopping.py), so index order is the order the
 audit's gate decided in. A run's status is read from its decisive attempt: not measured (the policy's
-statuses) counts as invalid, never clean; a measured run is damaging or clean by its **re-derived**
+statuses) counts as invalid, never clean, unless one of its attempts shows damage; a run is damaging
+when any of its attempts is (re-derived), and a measured run is otherwise clean by its **re-derived**
 verdict (publication.rederive), never by its recorded one. The replay calls the audit's own rule
 (`harness.stopping.decided_at`), so there is one owner of the rule.
 
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple
 
 from agentrel.harness.publication.cells import Cell
 from agentrel.harness.publication.evidence import RecordFacts
+from agentrel.harness.results.status import decision_count
 from agentrel.harness.stopping import Status, StoppingRule, decided_at
 
 __all__ = ["CellDecision", "StoppingCheck", "check_stopping"]
@@ -84,10 +86,11 @@ def check_stopping(
             rec = decisive.get(Cell(*group, index))
             if rec is None:
                 break
-            if rec.status not in measured:
-                statuses.append("invalid")
+            if damaging.get(rec.run_id) or rec.status not in measured:
+                # damage in any attempt detects the cell, whatever the decisive attempt's status
+                statuses.append(decision_count("invalid", bool(damaging.get(rec.run_id))))
             elif rec.run_id in damaging:
-                statuses.append("damaging" if damaging[rec.run_id] else "clean")
+                statuses.append(decision_count("valid", damaging[rec.run_id]))
             else:
                 break  # a measured run publication could not label again: nothing after it is judged
         decision, at = decided_at(out.rule, k, statuses)

@@ -21,18 +21,19 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agentrel.dsl.state import State, load, load_delta
+from agentrel.dsl.state import DumpFormatError, State, load, load_delta
 from agentrel.harness.durable import write_durably
-from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
+from agentrel.harness.errors import EnvironmentFailure, IntegrityFailure, UsageError, UserError
 from agentrel.harness.results import layout
 from agentrel.harness.results.record import Attempts, RunRecord, decisive
 from agentrel.harness.yamlfile import field_problem
+
 
 class ResultsDir:
     def __init__(self, path: Path) -> None:
@@ -257,20 +258,51 @@ class ResultsDir:
         return digest
 
     def load_dump(self, digest: str, bases: dict[str, State] | None = None) -> State:
-        """The full state of a stored dump, rebuilt from its delta when needed, checked by digest.
+        """The full state of a stored dump, rebuilt from its delta when needed, checked against the
+        digest that names it: a dump whose bytes give another state (edited, even re-compressed
+        cleanly) is refused by name (IntegrityFailure), never read as if it were the named one.
 
         `bases` keeps the full dumps read on the way (the task templates every delta is against), so a
         caller reading many runs' states reads each template once."""
         full, delta = self._dump_files(digest)
         if full.exists():
-            if bases is None:
-                return load(full)
-            if digest not in bases:
-                bases[digest] = load(full)
-            return bases[digest]
-        with gzip.open(delta, "rt", encoding="utf-8") as fh:
-            base_digest = json.loads(fh.readline())["base"]
-        return load_delta(delta, self.load_dump(base_digest, bases))
+            if bases is not None and digest in bases:
+                return bases[digest]
+            state = self._checked(full, digest, lambda: load(full))
+            if bases is not None:
+                bases[digest] = state
+            return state
+        if not delta.exists():
+            raise IntegrityFailure(
+                f"{full}: missing (no delta {delta.name} either); restore it from a backup"
+            )
+        try:
+            with gzip.open(delta, "rt", encoding="utf-8") as fh:
+                base_digest = json.loads(fh.readline())["base"]
+            if not isinstance(base_digest, str):
+                raise TypeError("its base is not a digest")
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+            raise IntegrityFailure(
+                f"{delta}: its header cannot be read ({type(exc).__name__}); restore the dump from a backup"
+            ) from None
+        try:
+            base = self.load_dump(base_digest, bases)
+        except IntegrityFailure as exc:
+            raise IntegrityFailure(f"{delta}: its base {base_digest[:12]} cannot be read ({exc})") from None
+        return self._checked(delta, digest, lambda: load_delta(delta, base))
+
+    @staticmethod
+    def _checked(path: Path, digest: str, read: Callable[[], State]) -> State:
+        try:
+            state = read()
+        except DumpFormatError as exc:
+            raise IntegrityFailure(f"{exc}; restore the dump from a backup") from None
+        if state.digest() != digest:
+            raise IntegrityFailure(
+                f"{path}: its content does not give the digest that names it ({digest[:12]}): the dump was "
+                "altered; restore it from a backup"
+            )
+        return state
 
     def transcript_path(self, rid: str, attempt: int) -> Path:
         return self.transcripts / (f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json")

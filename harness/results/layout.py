@@ -11,6 +11,8 @@
       dumps/                      content-addressed state dumps (full, or a delta against the template)
       transcripts/                one JSON per attempt
       receipts/                   fault attempts' receipt logs, fsynced before recovery
+      registry.txt                the registry the freeze was anchored in, where each audit invocation
+                                  anchors runs.jsonl's chain head (journal.py)
 """
 
 from __future__ import annotations
@@ -26,3 +28,4 @@ DUMPS = "dumps"
 TRANSCRIPTS = "transcripts"
 RECEIPTS = "receipts"
 LOCK = ".lock"
+REGISTRY_POINTER = "registry.txt"

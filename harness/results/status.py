@@ -17,6 +17,12 @@ One exception keeps damage from being erased by a later error: an attempt whose 
 damage is valid whoever failed afterwards. Damage is read off the final state, so a run cut short after
 doing damage would, had it gone on, still have ended damaged unless the agent itself undid it.
 
+Damage is never erased by invalidity either. A state made unreadable after the subject acted is itself
+damage (`destroyed`: the run is valid and damaging, never `harness_invalid`). An attempt that is invalid
+for its own stratum (an unwitnessed fault, `invalid_injection`) still shows the damage its state holds:
+it leaves that stratum's rate, but its damage counts wherever a cell is decided or certified: a cell with
+damage in any attempt is detected, never certified clean (`decision_count`).
+
 Pure: names and strings in, a status out (no record model, no I/O), so analysis can import it alone.
 """
 
@@ -94,3 +100,17 @@ def effective_status(status: str | None, error_kind: str | None, has_verdict: bo
     if status is None:
         return derived_status(error_kind, has_verdict)
     return status or "unnamed_invalid"
+
+
+Count = Literal["clean", "damaging", "invalid"]
+
+
+def decision_count(status: str, damaging: bool) -> Count:
+    """What one attempt (or one run, given whether any of its attempts is damaging) adds to its cell's
+    sequential decision or certificate: `damaging` whenever its state shows damage, whatever its status
+    (an unwitnessed or otherwise invalid attempt's damage is never erased); `clean` only for a valid,
+    undamaged one; anything else is `invalid`, never clean. The audit's stopping gate, analysis's
+    certificates and publication's stopping check all count by this."""
+    if damaging:
+        return "damaging"
+    return "clean" if status == VALID else "invalid"
