@@ -153,6 +153,11 @@ def _notes(
         notes.append(
             "no manifest.json beside runs.jsonl: agent kinds and protocol hash taken from the records"
         )
+    for task in manifest.tasks if manifest else []:
+        if task.tools_narrowed:
+            notes.append(
+                f"task {task.id} offers fewer tools than its environment's whole toolset: {task.tools_narrowed}"
+            )
     if torn:
         notes.append("a torn last line of runs.jsonl (a run still being written) was skipped")
     if decided.superseded:

@@ -196,6 +196,7 @@ class AgentInfo(_Tolerant):
 class TaskInfo(_Tolerant):
     id: str = ""
     optimal_steps: int | None = Field(default=None, ge=0)
+    tools_narrowed: str | None = None  # why it offers less than its environment's whole toolset
 
 
 class ConditionInfo(_Tolerant):

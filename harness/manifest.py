@@ -51,6 +51,7 @@ def build_manifest(
             template_digest=template_digests[t.id],
             params=t.params,
             optimal_steps=t.optimal_steps,
+            tools_narrowed=t.tools_narrowed,
         )
         for t in sorted(tasks, key=lambda t: t.id)
     ]

@@ -19,6 +19,7 @@ class TaskEntry(Frozen):
     template_digest: str
     params: dict[str, Any]
     optimal_steps: int | None
+    tools_narrowed: str | None = None  # why the task offers less than its environment's whole toolset
 
 
 class Manifest(Frozen):
@@ -47,4 +48,7 @@ class Manifest(Frozen):
         for optional in ("injection_catalogue_digest", "faults", "excluded_cells", "stopping"):
             if out[optional] is None:
                 del out[optional]
+        for task in out["tasks"]:  # only a narrowed task says so, so other tasks keep their hash
+            if task["tools_narrowed"] is None:
+                del task["tools_narrowed"]
         return out
