@@ -156,7 +156,8 @@ def _notes(
     for task in manifest.tasks if manifest else []:
         if task.tools_narrowed:
             notes.append(
-                f"task {task.id} offers fewer tools than its environment's whole toolset: {task.tools_narrowed}"
+                f"task {task.id} offers fewer tools than its environment's whole toolset: "
+                f"{task.tools_narrowed}"
             )
     if torn:
         notes.append("a torn last line of runs.jsonl (a run still being written) was skipped")
