@@ -12,7 +12,7 @@ import pytest
 
 from agentrel.analysis.decisions.certify import zero_damage_count
 from agentrel.analysis.decisions.insure import TaskEvidence, annual_loss
-from agentrel.analysis.decisions.power import clustered, mcnemar_pairs, unpaired_runs
+from agentrel.analysis.decisions.power import clustered, mcnemar_exact_pairs, mcnemar_pairs, unpaired_runs
 from agentrel.harness.cli.main import main
 from tests.analysis.conftest import event, record, write_results
 
@@ -143,11 +143,15 @@ def test_power_json(cli, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["paired_runs"] == mcnemar_pairs(0.1, 0.2) and data["unpaired_runs"] == unpaired_runs(0.1, 0.2)
+    assert data["paired_runs"] == mcnemar_exact_pairs(0.1, 0.2) and data["unpaired_runs"] == unpaired_runs(
+        0.1, 0.2
+    )
+    assert data["paired_runs_large_sample"] == mcnemar_pairs(0.1, 0.2)
+    assert data["exact_power"] >= 0.8 > data["large_sample_exact_power"]
     assert data["paired_runs_per_cell"] == clustered(data["paired_runs"], 0.05, 40).runs_per_task
     assert data["cells"] == 40
     text = cli("power", "--p1", "0.1", "--p2", "0.2", "--power", "0.9", cwd=tmp_path)
-    assert f"{mcnemar_pairs(0.1, 0.2, 0.05, 0.9)} runs per agent" in text.stdout
+    assert f"{mcnemar_exact_pairs(0.1, 0.2, 0.05, 0.9)} runs per agent, exact power" in text.stdout
 
 
 @pytest.mark.parametrize(
