@@ -300,4 +300,5 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         conditions=manifest.condition_names if manifest else [],
         faults=fault_report(manifest, decided.runs) if manifest else None,
         stopping=manifest.stopping if manifest else None,
+        error_budget=manifest.error_budget if manifest else None,
     )
