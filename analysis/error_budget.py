@@ -57,3 +57,26 @@ def cell_attempts(cells: pd.DataFrame, budget: float | None) -> pd.DataFrame:
             ],
         }
     )
+
+
+def over_budget_cells(
+    runs: pd.DataFrame, invalid: pd.DataFrame, superseded: pd.DataFrame, budget: float | None
+) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(model, task, condition) -> (errored, attempted) for every cell over `budget` (grouped counts,
+    no loop over runs)."""
+    if budget is None:
+        return {}
+    keys = ["model", "task", "condition"]
+
+    def sizes(frame: pd.DataFrame) -> pd.Series:
+        return frame.groupby(keys, sort=False).size() if len(frame) else pd.Series(dtype=np.int64)
+
+    valid, bad, retried = sizes(runs), sizes(invalid), sizes(superseded)
+    errored = bad.add(retried, fill_value=0)
+    attempted = valid.add(errored, fill_value=0)
+    errored = errored.reindex(attempted.index, fill_value=0)
+    return {
+        tuple(str(k) for k in key): (int(e), int(a))  # type: ignore[misc]
+        for key, e, a in zip(attempted.index, errored.to_numpy(), attempted.to_numpy(), strict=True)
+        if over_budget(int(e), int(a), budget)
+    }

@@ -41,6 +41,7 @@ def build_manifest(
     faults: dict[str, Any] | None = None,
     excluded_cells: list[dict[str, str]] | None = None,
     stopping: dict[str, Any] | None = None,
+    error_budget: float | None = None,
 ) -> dict[str, Any]:
     """The manifest of a matrix, as the JSON object written to manifest.json."""
     entries = [
@@ -71,6 +72,7 @@ def build_manifest(
         faults=faults,
         excluded_cells=excluded_cells or None,
         stopping=stopping,
+        error_budget=error_budget,
     ).document()
 
 
