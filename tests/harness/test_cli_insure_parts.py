@@ -109,3 +109,10 @@ def test_report_names_what_it_prices(cli, mixed: Path, tmp_path: Path) -> None:
     proc = cli("insure", str(mixed), "--volume", "1000", cwd=tmp_path)
     assert "Priced: realised loss" in proc.stdout
     assert "reversible value at stake: expected / VaR 99%" in proc.stdout
+
+
+def test_the_csv_columns_are_documented(cli, mixed: Path, tmp_path: Path) -> None:
+    from agentrel.analysis.columns import INSURE
+
+    proc = cli("insure", str(mixed), "--volume", "1000", "--csv", "-", cwd=tmp_path)
+    assert proc.stdout.splitlines()[0].split(",") == [c.name for c in INSURE.columns]
