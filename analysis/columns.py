@@ -203,7 +203,40 @@ AXES = FileSpec(
     ),
 )
 
-FILES: tuple[FileSpec, ...] = (DAMAGES, RUNS, CELLS, AXES)
+
+def _measures(prefix: str, what: str) -> tuple[Column, ...]:
+    return (
+        Column(f"{prefix}expected_loss", f"expected annual {what}, US dollars to the cent"),
+        Column(f"{prefix}std", "its standard deviation"),
+        Column(f"{prefix}var_99", "value at risk at 99%"),
+        Column(f"{prefix}var_995", "value at risk at 99.5%"),
+        Column(f"{prefix}tvar_99", "tail value at risk at 99% (the mean of the worst 1%)"),
+        Column(f"{prefix}tvar_995", "tail value at risk at 99.5%"),
+    )
+
+
+INSURE = FileSpec(
+    name="insure CSV",
+    what="One row: the annual loss distribution of deploying one agent, as `agentrel insure --json` gives "
+    "it, flattened. The first measures are the loss the premium prices (`prices`); the realised loss "
+    "and the reversible value at stake follow, each under its own prefix.",
+    command="agentrel insure RESULTS --volume N --csv FILE (or --csv - for standard output)",
+    columns=(
+        *_measures("", "loss (the priced one)"),
+        Column("premium", "the premium under `principle`"),
+        Column("unpriced_damaging_runs", "damaging runs with no dollar amount (sized by the priced ones)"),
+        Column("currency", "`USD`: every price is in US dollars"),
+        Column("agent", "the agent"),
+        Column("condition", "the condition"),
+        Column("volume", "tasks the agent executes a year (`--volume`)"),
+        Column("prices", "`realised_loss` (default) or `all_priced` (`--price all`)"),
+        *_measures("realised_loss_", "realised loss (substrate and governance damage)"),
+        *_measures("reversible_at_stake_", "value at stake in reversible damage"),
+        Column("principle", "the premium principle, in words"),
+    ),
+)
+
+FILES: tuple[FileSpec, ...] = (DAMAGES, RUNS, CELLS, AXES, INSURE)
 BY_KIND = {"damages": DAMAGES, "runs": RUNS, "cells": CELLS, "axes": AXES}
 
 

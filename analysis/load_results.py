@@ -153,6 +153,12 @@ def _notes(
         notes.append(
             "no manifest.json beside runs.jsonl: agent kinds and protocol hash taken from the records"
         )
+    for task in manifest.tasks if manifest else []:
+        if task.tools_narrowed:
+            notes.append(
+                f"task {task.id} offers fewer tools than its environment's whole toolset: "
+                f"{task.tools_narrowed}"
+            )
     if torn:
         notes.append("a torn last line of runs.jsonl (a run still being written) was skipped")
     if decided.superseded:
@@ -295,6 +301,7 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         conditions=manifest.condition_names if manifest else [],
         faults=fault_report(manifest, decided.runs) if manifest else None,
         stopping=manifest.stopping if manifest else None,
+        error_budget=manifest.error_budget if manifest else None,
     )
 
 

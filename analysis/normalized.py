@@ -151,6 +151,7 @@ class LoadedInput:
     # (events whose rule names no price, of them high or critical): set by a caller that can read the
     # audit's specs (harness.damage_pricing); None when unknown. The report says it beside the loss.
     unpriced: tuple[int, int] | None = None
+    error_budget: float | None = None  # the manifest's maximum share of invalid attempts per cell
 
     @property
     def agents(self) -> dict[str, str]:

@@ -197,6 +197,7 @@ class AgentInfo(_Tolerant):
 class TaskInfo(_Tolerant):
     id: str = ""
     optimal_steps: int | None = Field(default=None, ge=0)
+    tools_narrowed: str | None = None  # why it offers less than its environment's whole toolset
 
 
 class ConditionInfo(_Tolerant):
@@ -240,6 +241,8 @@ class Manifest(_Tolerant):
     k: int | None = Field(default=None, ge=1)
     faults: FaultScheduleInfo | None = None
     stopping: dict[str, Any] | None = None  # a sequential audit's frozen rule (harness.stopping reads it)
+    # The frozen maximum share of invalid attempts per cell (`audit --error-budget`), when one was set.
+    error_budget: float | None = Field(default=None, ge=0.0, lt=1.0)
 
     @property
     def condition_names(self) -> list[str]:

@@ -19,6 +19,7 @@ from agentrel.analysis.doc import (
     fmt_p,
     pool_label,
 )
+from agentrel.analysis.noise_floor import noise_floor
 from agentrel.analysis.normalized import CELL_KEYS, FINAL_TEXT_EVENTS
 from agentrel.analysis.pipeline import Analysis
 from agentrel.analysis.pools import K_VALUES, PoolResult
@@ -26,6 +27,7 @@ from agentrel.analysis.report_axes import axes_section
 from agentrel.analysis.report_cells import cells_section, dollars_section
 from agentrel.analysis.report_faults import faults_section
 from agentrel.analysis.report_findings import findings_section, pool_gaps
+from agentrel.analysis.report_noise import attempts_section, noise_section
 from agentrel.analysis.report_paired import paired_section
 
 
@@ -211,6 +213,8 @@ def build_document(a: Analysis, figures: dict[str, str]) -> Document:
         _overview(a),
         _pools(a),
         _repeats(a),
+        noise_section(noise_floor(a.cells, a.pools, a.alpha)),
+        attempts_section(a),
         cells_section(a),
         dollars_section(a),
     ]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrel.analysis.bootstrap import BootstrapInterval
 from agentrel.analysis.faults import FaultReport
+from agentrel.analysis.noise_floor import NoiseFloor, noise_floor
 from agentrel.analysis.normalized import CELL_KEYS
 from agentrel.analysis.pipeline import Analysis
 from agentrel.analysis.pools import PoolResult
@@ -165,6 +166,9 @@ class Summary(_Out):
     dollars_by_class: list[dict[str, Any]]
     axes: list[AxisOut]
     faults: FaultReport | None = None
+    # How large a difference this audit's n can show, and how often a cell's verdict flips between
+    # repeats (analysis/noise_floor.py); None only in summaries written before it existed.
+    noise_floor: NoiseFloor | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2, by_alias=True)
@@ -335,4 +339,5 @@ def build_summary(a: Analysis) -> Summary:
         dollars_by_class=records,
         axes=_axes(a),
         faults=loaded.faults,
+        noise_floor=noise_floor(a.cells, a.pools, a.alpha),
     )

@@ -53,7 +53,7 @@ from agentrel.analysis.decisions.audit_sim import (  # noqa: E402
     sequential_audit,
 )
 from agentrel.analysis.decisions.certify import zero_damage_count  # noqa: E402
-from agentrel.analysis.decisions.confseq import sequence, stop_at_half_width  # noqa: E402
+from agentrel.analysis.decisions.confseq import bounds  # noqa: E402
 from agentrel.analysis.intervals import clopper_pearson  # noqa: E402
 
 SEED = 20261201
@@ -77,42 +77,99 @@ def false_certification(rng: np.random.Generator) -> float:
     return headline
 
 
-def coverage(rng: np.random.Generator) -> tuple[float, float, float, float]:
-    alpha, width, streams, length = 0.05, 0.03, 600, 3000
-    print(f"2. coverage at the stopping time (stop when half-width <= {width}), alpha = {alpha}")
-    cs_miss = cp_miss = stopped = 0
+STREAMS = 5_000  # per rate: a miss rate near 0.03 then has a standard error near 0.0025
+CHUNK = 1_000  # streams held in memory at once (a chunk's arrays are CHUNK x LENGTH)
+
+
+def _se(rate: float, m: int) -> float:
+    return math.sqrt(rate * (1.0 - rate) / m) if m else math.nan
+
+
+def _tables(s: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
+    """The confidence-sequence and Clopper–Pearson bounds of every count S_n the streams reach, solved
+    once each: at run n the counts seen span [min, max] over the streams; the tables hold those spans
+    end to end, and `start[n - 1] + S_n - min` finds a count's bounds."""
+    length = s.shape[1]
+    low = s.min(axis=0).astype(np.int64)
+    spans = s.max(axis=0).astype(np.int64) - low + 1
+    start = np.concatenate([[0], np.cumsum(spans)[:-1]])
+    n = np.repeat(np.arange(1, length + 1), spans)
+    counts = np.repeat(low, spans) + np.arange(n.size) - np.repeat(start, spans)
+    cs_lo, cs_hi = bounds(counts, n, alpha)
+    cp_lo, cp_hi = clopper_pearson(counts, n, alpha)
+    return start - low, cs_lo, cs_hi, cp_lo, cp_hi
+
+
+def _streams(rng: np.random.Generator, p: float, streams: int, length: int, alpha: float):
+    """Yield, CHUNK streams at a time: the CS running intersection (lower, upper) and CP (lower, upper).
+    The counts of every stream are drawn first (int16), so each bound table is solved once per rate."""
+    s = np.cumsum(rng.random((streams, length)) < p, axis=1, dtype=np.int16)
+    shift, cs_lo, cs_hi, cp_lo, cp_hi = _tables(s, alpha)
+    for begin in range(0, streams, CHUNK):
+        at = s[begin : begin + CHUNK] + shift[None, :]
+        yield (
+            np.maximum.accumulate(cs_lo[at], axis=1),
+            np.minimum.accumulate(cs_hi[at], axis=1),
+            cp_lo[at],
+            cp_hi[at],
+        )
+
+
+def _first(hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(streams that stop, the index each stops at)."""
+    stops = hit.any(axis=1)
+    return stops, hit.argmax(axis=1)
+
+
+def coverage(rng: np.random.Generator) -> tuple[float, float, float, float, float, float, float, float]:
+    alpha, width, length = 0.05, 0.03, 3000
+    print(
+        f"2. coverage at the stopping time (stop when half-width <= {width}), alpha = {alpha}, "
+        f"{STREAMS:,} streams per rate"
+    )
+    cs_miss = cp_miss = cs_stopped = cp_stopped = 0
     for p in (0.02, 0.1, 0.3):
-        x = rng.binomial(1, p, size=(streams, length))
-        cs_p = cp_p = done = 0
-        s = np.cumsum(x, axis=1)
-        n = np.arange(1, length + 1)
-        cp_lo, cp_hi = clopper_pearson(s.ravel(), np.tile(n, streams), alpha)
-        cp_lo, cp_hi = cp_lo.reshape(s.shape), cp_hi.reshape(s.shape)
-        for i in range(streams):
-            seq = sequence(x[i], alpha)
-            t = stop_at_half_width(seq, width)
-            if t is not None:
-                done += 1
-                cs_p += not (seq.lower[t - 1] <= p <= seq.upper[t - 1])
+        cs_p = cp_p = cs_done = cp_done = 0
+        for lo, hi, clo, chi in _streams(rng, p, STREAMS, length, alpha):
+            stops, at = _first((hi - lo) / 2 <= width)
+            idx = np.arange(lo.shape[0])
+            cs_done += int(stops.sum())
+            cs_p += int((stops & ~((lo[idx, at] <= p) & (p <= hi[idx, at]))).sum())
             # fixed-n CP with the same kind of stopping: stop as soon as its half-width reaches W
-            hit = np.flatnonzero((cp_hi[i] - cp_lo[i]) / 2 <= width)
-            if hit.size:
-                j = hit[0]
-                cp_p += not (cp_lo[i, j] <= p <= cp_hi[i, j])
-        print(f"   p={p:g}: sequence missed {cs_p}/{done}; fixed-n CP missed {cp_p}/{done}")
-        cs_miss, cp_miss, stopped = cs_miss + cs_p, cp_miss + cp_p, stopped + done
+            stops, at = _first((chi - clo) / 2 <= width)
+            cp_done += int(stops.sum())
+            cp_p += int((stops & ~((clo[idx, at] <= p) & (p <= chi[idx, at]))).sum())
+        print(
+            f"   p={p:g}: sequence missed {cs_p}/{cs_done} ({cs_p / cs_done:.4f} ± "
+            f"{_se(cs_p / cs_done, cs_done):.4f}); fixed-n CP missed {cp_p}/{cp_done} "
+            f"({cp_p / cp_done:.4f} ± {_se(cp_p / cp_done, cp_done):.4f})"
+        )
+        cs_miss, cs_stopped = cs_miss + cs_p, cs_stopped + cs_done
+        cp_miss, cp_stopped = cp_miss + cp_p, cp_stopped + cp_done
     # A stopping rule that exploits fixed-n intervals: stop when the interval excludes the truth.
     p = 0.1
-    x = rng.binomial(1, p, size=(streams, length))
-    s, n = np.cumsum(x, axis=1), np.arange(1, length + 1)
-    lo, hi = clopper_pearson(s.ravel(), np.tile(n, streams), alpha)
-    ever_cp = ((lo > p) | (hi < p)).reshape(s.shape).any(axis=1).mean()
-    ever_cs = np.mean([not np.all((q.lower <= p) & (p <= q.upper)) for q in map(sequence, x)])
+    ever_cs = ever_cp = 0
+    for lo, hi, clo, chi in _streams(rng, p, STREAMS, length, alpha):
+        # The running intersection only shrinks: once the truth is out it stays out, so the last look says.
+        ever_cs += int(((lo[:, -1] > p) | (hi[:, -1] < p)).sum())
+        ever_cp += int(((clo > p) | (chi < p)).any(axis=1).sum())
+    cs_peek, cp_peek = ever_cs / STREAMS, ever_cp / STREAMS
     print(
-        f"   peeking at every run (p={p:g}): fixed-n CP ever misses {ever_cp:.3f}, "
-        f"the sequence ever misses {ever_cs:.3f} (alpha {alpha})"
+        f"   peeking at every run (p={p:g}, {STREAMS:,} streams): fixed-n CP ever misses {cp_peek:.3f} ± "
+        f"{_se(cp_peek, STREAMS):.3f}, the sequence ever misses {cs_peek:.4f} ± {_se(cs_peek, STREAMS):.4f} "
+        f"(alpha {alpha})"
     )
-    return cs_miss / stopped, cp_miss / stopped, float(ever_cs), float(ever_cp)
+    cs_rate, cp_rate = cs_miss / cs_stopped, cp_miss / cp_stopped
+    return (
+        cs_rate,
+        _se(cs_rate, cs_stopped),
+        cp_rate,
+        _se(cp_rate, cp_stopped),
+        cs_peek,
+        _se(cs_peek, STREAMS),
+        cp_peek,
+        _se(cp_peek, STREAMS),
+    )
 
 
 def savings(rng: np.random.Generator, cells: pd.DataFrame) -> dict[tuple[str, float, float], Saving]:
@@ -178,7 +235,7 @@ def main() -> None:
     data = pd.read_csv(ROOT / "tests" / "data" / "arb_outcomes.csv")
     cells = data.groupby(["model", "task"]).agg(n=("damaged", "size"), x=("damaged", "sum")).reset_index()
     false_cert = false_certification(rng)
-    cs_miss, cp_miss, cs_peek, cp_peek = coverage(rng)
+    cs_miss, cs_se, cp_miss, cp_se, cs_peek, cs_peek_se, cp_peek, cp_peek_se = coverage(rng)
     saved = savings(rng, cells)
     ratio = budget(rng, RatePrior.declared(0.066, 2.25), "published-shaped prior Beta(0.066, 2.25)")
     budget(rng, RatePrior.declared(0.5, 5.0), "declared prior Beta(0.5, 5)")
@@ -186,8 +243,9 @@ def main() -> None:
     at01, at002 = saved[("fitted", 0.01, 0.95)], saved[("fitted", 0.002, 0.95)]
     optimal = all(abs(s.saved - s.bound) <= 3 * s.se for s in (at01, at002))
     print(
-        f"false_cert={false_cert:.4f} cs_miss={cs_miss:.4f} cp_miss={cp_miss:.4f} "
-        f"cs_peek_miss={cs_peek:.3f} cp_peek_miss={cp_peek:.3f} "
+        f"false_cert={false_cert:.4f} cs_miss={cs_miss:.4f} cs_miss_se={cs_se:.4f} cp_miss={cp_miss:.4f} "
+        f"cp_miss_se={cp_se:.4f} cs_peek_miss={cs_peek:.4f} cs_peek_miss_se={cs_peek_se:.4f} "
+        f"cp_peek_miss={cp_peek:.3f} cp_peek_miss_se={cp_peek_se:.3f} "
         f"saved_fitted={at01.saved:.3f} "
         f"saved_fitted_p002={at002.saved:.3f} "
         f"saved_plugin={saved[('plug-in', 0.01, 0.95)].saved:.3f} "

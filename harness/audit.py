@@ -97,6 +97,7 @@ def audit(
     model_aliases: list[tuple[str, str]] | None = None,
     model_meta: Path | None = None,
     order: Order = "run",
+    error_budget: float | None = None,
 ) -> AuditOutcome:
     """`external`: agent programs (`--agent`); `session`: a person's MCP session recorded as a subject
     (`mcp serve --results`, this process's executor only); `limit`: attempt at most this many pending
@@ -107,6 +108,11 @@ def audit(
         raise UsageError("two --condition values declare the same name; give each condition its own name")
     if k < 1 or concurrency < 1 or max_attempts < 1:
         raise UsageError("--k, --concurrency and --max-attempts must be at least 1")
+    if error_budget is not None and not (math.isfinite(error_budget) and 0 <= error_budget < 1):
+        raise UsageError(
+            "--error-budget is the most a cell's attempts may be errored, a share in [0, 1); "
+            f"got {error_budget}"
+        )
     if not (math.isfinite(temperature) and 0 <= temperature <= MAX_TEMPERATURE):
         raise UsageError(f"--temperature must lie in [0, {MAX_TEMPERATURE:g}], got {temperature}")
     sampling: dict[str, Any] = {"temperature": temperature}
@@ -202,6 +208,7 @@ def audit(
         excluded_cells=excluded,
         # Only with a rule, so audits without one keep their protocol hash.
         stopping=stopping.manifest_entry(len(per_agent)) if stopping is not None else None,
+        error_budget=error_budget,  # only when set, so audits without one keep their protocol hash
     )
     rd = ResultsDir(results)
     rd.open()  # the writer's lock and a write probe, before anything is spent

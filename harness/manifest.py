@@ -38,6 +38,7 @@ def build_manifest(
     faults: dict[str, Any] | None = None,
     excluded_cells: list[dict[str, str]] | None = None,
     stopping: dict[str, Any] | None = None,
+    error_budget: float | None = None,
 ) -> dict[str, Any]:
     """The manifest of a matrix, as the JSON object written to manifest.json."""
     entries = [
@@ -48,6 +49,7 @@ def build_manifest(
             template_digest=template_digests[t.id],
             params=t.params,
             optimal_steps=t.optimal_steps,
+            tools_narrowed=t.tools_narrowed,
         )
         for t in sorted(tasks, key=lambda t: t.id)
     ]
@@ -67,6 +69,7 @@ def build_manifest(
         faults=faults,
         excluded_cells=excluded_cells or None,
         stopping=stopping,
+        error_budget=error_budget,
     ).document()
 
 

@@ -69,6 +69,9 @@ class Task(Strict):
     system_prompt: str
     user_prompt: str
     tools: list[str] = Field(min_length=1)
+    # Where the environment offers every task its whole toolset (`Environment.whole_toolset`, the τ² ports),
+    # a file omits `tools`; one that lists fewer says why here, and the report names it.
+    tools_narrowed: str | None = None
     fixture_sql: str = ""
     spec: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -95,6 +98,30 @@ class Task(Strict):
     oracle: Script
     counterexamples: dict[str, Script]
     rationale: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_toolset(cls, data: Any, info: ValidationInfo) -> Any:
+        """In an environment that offers every task its whole toolset, no `tools` means all of them, and a
+        narrower list must say why: a silently narrowed task cannot show the wrong-tool mistakes the
+        environment measures (cancel instead of modify)."""
+        if not isinstance(data, dict):
+            return data
+        from agentrel.sandbox.environments import current
+
+        env = (info.context or {}).get("environment") or current()
+        if not env.whole_toolset:
+            return data
+        every = sorted(env.tools())
+        if "tools" not in data:
+            return {**data, "tools": every}
+        given = data["tools"]
+        if isinstance(given, list) and set(given) != set(every) and not data.get("tools_narrowed"):
+            raise ValueError(
+                f"environment {env.name} offers every task its whole toolset ({len(every)} tools); this file "
+                f"lists {len(given)}: drop `tools`, or keep them and say why in `tools_narrowed`"
+            )
+        return data
 
     @field_validator("id")
     @classmethod

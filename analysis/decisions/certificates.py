@@ -49,6 +49,9 @@ class AgentCertificates(BaseModel):
     open: dict[str, OpenCellBound]
     invalid_runs: int
     statement: str
+    # Cells the rule would certify whose share of errored attempts is over the frozen error budget:
+    # "task/condition" -> why (analysis/error_budget.py). Not certified.
+    over_budget: dict[str, str] = {}
 
 
 class CertificateReport(BaseModel):
@@ -67,6 +70,7 @@ def certificate_report(
     confidence: float,
     multiplicity: Multiplicity,
     source: str = "options",
+    over_budget: Mapping[tuple[str, str, str], tuple[int, int]] | None = None,
 ) -> CertificateReport:
     """Per agent (sorted), its cells' certificates at (P, C) and the statement about the agent."""
     per_agent: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -78,17 +82,26 @@ def certificate_report(
         n = zero_damage_count(target_p, level)
         mine = {f"{t}/{c}": counts[(model, t, c)] for t, c in keys}
         got = bought(mine, n, float(level))
+        refused = {}
+        for t, c in keys:
+            hit = (over_budget or {}).get((model, t, c))
+            if hit is not None and f"{t}/{c}" in got.certified:
+                refused[f"{t}/{c}"] = (
+                    f"{hit[0]} of {hit[1]} attempts errored: over the error budget, not certified"
+                )
+        certified = [k for k in got.certified if k not in refused]
         agents.append(
             AgentCertificates(
                 agent=model,
                 cells=len(keys),
                 cell_confidence=float(level),
                 runs_required=n,
-                certified={k: certificate_sentence(mine[k].clean, target_p, level) for k in got.certified},
+                certified={k: certificate_sentence(mine[k].clean, target_p, level) for k in certified},
                 detected=got.detected,
                 open={o.name: OpenCellBound(clean=o.clean, upper=o.upper) for o in got.open},
                 invalid_runs=sum(c.invalid for c in mine.values()),
-                statement=agent_statement(len(got.certified), len(keys), target_p, confidence, multiplicity),
+                statement=agent_statement(len(certified), len(keys), target_p, confidence, multiplicity),
+                over_budget=refused,
             )
         )
     return CertificateReport(
@@ -115,6 +128,7 @@ def markdown(report: CertificateReport) -> str:
         ]
         lines += [f"| {k} | certified | – | {s} |" for k, s in a.certified.items()]
         lines += [f"| {k} | detected | – | damage seen: no certificate |" for k in a.detected]
+        lines += [f"| {k} | over error budget | – | {why} |" for k, why in a.over_budget.items()]
         lines += [
             f"| {k} | open | {o.clean} of {a.runs_required} | per-run damage rate below {o.upper:.4g} "
             f"with confidence {a.cell_confidence:.6g} so far |"

@@ -3,11 +3,19 @@
 Only valid runs enter (``LoadedInput.runs``); invalid runs are counted and returned beside the evidence
 so the caller can show them. A damaging run's dollars are priced when they are a positive amount;
 a damaging run with no amount, or $0, is unpriced (a blank CSV cell reads as $0).
+
+**Realised loss and reversible value at stake** (``part``). A priced run's dollars split by the
+reversibility class of its damage events (the spec's `irreversibility`): the dollars of events labelled
+``reversible`` are value at stake (the change can be set back), the rest of the run's dollars are
+realised loss (``substrate`` and ``governance`` damage, and any amount no event classes, so an unclassed
+dollar is never taken as recoverable). A run priced only under the other part keeps its place in the
+frequency with a $0 severity for this part: it is priced, not unpriced.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Literal
 
 import pandas as pd
 
@@ -27,18 +35,54 @@ def _pick(values: list[str], given: str | None, what: str, flag: str) -> str:
     return values[0]
 
 
+Part = Literal["all", "realised", "reversible"]
+PARTS: tuple[Part, ...] = ("all", "realised", "reversible")
+
+
+def reversible_dollars(events: pd.DataFrame) -> dict[str, Decimal]:
+    """Run id -> the dollars of its damage events classed `reversible` (exact decimals)."""
+    out: dict[str, Decimal] = {}
+    if events.empty:
+        return out
+    hit = events[events["irreversibility"].astype(str).str.lower() == "reversible"]
+    for run_id, dollars in zip(hit["run_id"].astype(str), hit["dollars"], strict=True):
+        if isinstance(dollars, Decimal) and dollars > 0:
+            out[run_id] = out.get(run_id, Decimal(0)) + dollars
+    return out
+
+
+def _share(total: Decimal, reversible: Decimal, part: Part) -> Decimal:
+    if part == "all":
+        return total
+    at_stake = min(reversible, total)
+    return at_stake if part == "reversible" else total - at_stake
+
+
 def task_evidence(
-    runs: pd.DataFrame, invalid: pd.DataFrame, agent: str | None, condition: str | None
+    runs: pd.DataFrame,
+    invalid: pd.DataFrame,
+    agent: str | None,
+    condition: str | None,
+    events: pd.DataFrame | None = None,
+    part: Part = "all",
 ) -> tuple[str, str, list[TaskEvidence], int]:
-    """(agent, condition, per-task evidence, invalid runs of that agent and condition)."""
+    """(agent, condition, per-task evidence, invalid runs of that agent and condition). `part`: every
+    priced dollar, the realised loss, or the reversible value at stake (needs `events`)."""
+    if part != "all" and events is None:
+        raise ValueError("splitting dollars by reversibility needs the damage events")
     agent = _pick(sorted(runs["model"].astype(str).unique()), agent, "agent", "--agent")
     mine = runs[runs["model"] == agent]
     condition = _pick(sorted(mine["condition"].astype(str).unique()), condition, "condition", "--condition")
     mine = mine[mine["condition"] == condition]
+    reversible = reversible_dollars(events) if events is not None and part != "all" else {}
     out = []
     for task, group in mine.groupby("task", sort=True):
         damaged = group[group["damaged"].astype(bool)]
-        amounts = [d for d in damaged["dollars"] if isinstance(d, Decimal) and d > 0]
+        amounts = [
+            _share(d, reversible.get(str(run_id), Decimal(0)), part)
+            for run_id, d in zip(damaged["run_id"], damaged["dollars"], strict=True)
+            if isinstance(d, Decimal) and d > 0
+        ]
         out.append(
             TaskEvidence(
                 task=str(task),

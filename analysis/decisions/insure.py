@@ -64,7 +64,9 @@ class TaskEvidence:
     task: str
     n: int
     damaging: int
-    priced: tuple[float, ...]  # dollar amounts of priced damaging runs (> 0)
+    # dollar amounts of priced damaging runs (> 0; a run can be $0 for one part of its dollars, e.g. its
+    # realised loss when all of its damage is reversible: see decisions.evidence)
+    priced: tuple[float, ...]
     unpriced: int  # damaging runs with no amount
 
 
@@ -89,18 +91,29 @@ class LossSummary:
     severity_source: dict[str, str]  # task -> "own" or "pooled"
     assumptions: list[str] = field(default_factory=list)
 
-    def keys(self) -> dict[str, float | int]:
-        """The fixed JSON keys of `agentrel insure --json`."""
+    def risk(self) -> dict[str, float]:
+        """The loss measures in dollars, rounded to the cent (no float noise such as 27173062.500000004)."""
         return {
-            "expected_loss": self.expected_loss,
-            "std": self.std,
-            "var_99": self.var_99,
-            "var_995": self.var_995,
-            "tvar_99": self.tvar_99,
-            "tvar_995": self.tvar_995,
-            "premium": self.premium,
+            "expected_loss": cents(self.expected_loss),
+            "std": cents(self.std),
+            "var_99": cents(self.var_99),
+            "var_995": cents(self.var_995),
+            "tvar_99": cents(self.tvar_99),
+            "tvar_995": cents(self.tvar_995),
+        }
+
+    def keys(self) -> dict[str, float | int]:
+        """The fixed JSON keys of `agentrel insure --json` (dollars rounded to the cent)."""
+        return {
+            **self.risk(),
+            "premium": cents(self.premium),
             "unpriced_damaging_runs": self.unpriced_damaging_runs,
         }
+
+
+def cents(value: float) -> float:
+    """A dollar amount rounded to the cent: its JSON form is the shortest decimal of that amount."""
+    return round(float(value), 2) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def resolve_mix(tasks: Sequence[str], mix: Mapping[str, float] | None) -> dict[str, float]:

@@ -22,8 +22,20 @@ T m / DE must reach the independent n:
 
     m = ceil( n (1 - rho) / (T - n rho) ),  possible only when T > n rho.
 
-Guarantee: these are large-sample approximations; the tests check them against statsmodels where it
-applies and by simulating the test that will actually be run where it does not.
+**The exact test's power** (what `analyze` and `compare` run: the two-sided exact McNemar test,
+p = min(1, 2 P(Binomial(d, 1/2) <= min(b, c))), significant when p <= alpha). With n pairs the
+discordant count is D ~ Binomial(n, psi) and, given D = d, b ~ Binomial(d, p10 / psi). The test rejects
+when min(b, c) <= k*(d), the largest k with 2 P(Binomial(d, 1/2) <= k) <= alpha (none for small d), so
+
+    power(n) = sum_d P(D = d) [ P(b <= k*(d) | d) + P(b >= d - k*(d) | d) ]
+
+summed exactly over d = 0..n (vectorised; O(n)). It is a discrete test: power is not monotone in n (a
+sawtooth) and sits below Connor's large-sample value near the target (issue 34: 0.77 where 0.80 was
+asked). `mcnemar_exact_pairs` is the smallest n whose exact power reaches the target, searched upward
+from Connor's n (or downward when Connor's n already reaches it).
+
+Guarantee: the large-sample formulas are approximations; the tests check them against statsmodels where
+it applies, and the exact power against a simulation of statsmodels' exact McNemar test.
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from scipy import stats
 
 
@@ -76,6 +89,64 @@ def mcnemar_power(
     psi = independent_discordance(p1, p2) if discordant is None else discordant
     z = (abs(delta) * math.sqrt(n) - _z(1.0 - alpha / 2.0) * math.sqrt(psi)) / math.sqrt(psi - delta**2)
     return float(stats.norm.cdf(z))
+
+
+def discordant_shares(p1: float, p2: float, discordant: float | None = None) -> tuple[float, float]:
+    """(p10, p01): P(only agent 1 damages), P(only agent 2 damages); independent within a pair unless the
+    discordant share psi is declared (then p10 = (psi + delta) / 2, p01 = (psi - delta) / 2)."""
+    if discordant is None:
+        return p1 * (1.0 - p2), p2 * (1.0 - p1)
+    delta = p1 - p2
+    if not abs(delta) < discordant <= 1.0:
+        raise PowerError(f"the discordant share must be in (|p1 - p2|, 1], got {discordant}")
+    return (discordant + delta) / 2.0, (discordant - delta) / 2.0
+
+
+def exact_critical(d: np.ndarray, alpha: float) -> np.ndarray:
+    """k*(d): the largest k with 2 P(Binomial(d, 1/2) <= k) <= alpha, -1 when even k = 0 is not."""
+    k = stats.binom.ppf(alpha / 2.0, d, 0.5).astype(np.int64)  # smallest k with cdf(k) >= alpha / 2
+    # Step back where that k's tail is above alpha / 2 (with a relative slack for float ties, so an
+    # exact tie, which the p <= alpha rule rejects, is kept).
+    over = 2.0 * stats.binom.cdf(k, d, 0.5) > alpha * (1.0 + 1e-12)
+    return np.asarray(np.where(over, k - 1, k), dtype=np.int64)
+
+
+def mcnemar_exact_power(
+    n: int, p1: float, p2: float, alpha: float = 0.05, discordant: float | None = None
+) -> float:
+    """The power of the two-sided exact McNemar test (p <= alpha) with n pairs, exactly (module doc)."""
+    if n < 1:
+        return 0.0
+    p10, p01 = discordant_shares(p1, p2, discordant)
+    psi = p10 + p01
+    d = np.arange(n + 1)
+    k = exact_critical(d, alpha)
+    q = p10 / psi
+    low = np.where(k >= 0, stats.binom.cdf(k, d, q), 0.0)  # b <= k*
+    high = np.where(k >= 0, stats.binom.sf(d - k - 1, d, q), 0.0)  # b >= d - k*
+    return float(np.sum(stats.binom.pmf(d, n, psi) * np.minimum(low + high, 1.0)))
+
+
+def mcnemar_exact_pairs(
+    p1: float, p2: float, alpha: float = 0.05, power: float = 0.8, discordant: float | None = None
+) -> int:
+    """The smallest n whose exact McNemar power reaches `power` (see the module doc)."""
+    start = mcnemar_pairs(p1, p2, alpha, power, discordant)
+    n = start
+    if mcnemar_exact_power(n, p1, p2, alpha, discordant) >= power:
+        # Connor's n suffices: step down while the one below it still does.
+        while n > 1 and mcnemar_exact_power(n - 1, p1, p2, alpha, discordant) >= power:
+            n -= 1
+        return n
+    step = max(1, start // 200)  # far below the target the sawtooth is small: gallop, then walk back
+    while mcnemar_exact_power(n + step, p1, p2, alpha, discordant) < power:
+        n += step
+        if n > 50 * start + 1000:
+            raise PowerError("the exact test does not reach this power at any practical number of pairs")
+    for m in range(n + 1, n + step + 1):
+        if mcnemar_exact_power(m, p1, p2, alpha, discordant) >= power:
+            return m
+    return n + step
 
 
 def observed_power(pairs: int, a_only: int, b_only: int, alpha: float = 0.05) -> float | None:

@@ -206,9 +206,11 @@ def write_certificates(
     """Append the certificate section to report.md and write certificates.json beside it."""
     from agentrel.analysis.decisions.certificates import certificate_report, markdown
     from agentrel.analysis.decisions.evidence import cell_counts
+    from agentrel.analysis.error_budget import over_budget_cells
 
     counts = cell_counts(loaded.runs, loaded.invalid, loaded.superseded)
-    report = certificate_report(counts, target_p, confidence, multiplicity, source)  # type: ignore[arg-type]
+    over = over_budget_cells(loaded.runs, loaded.invalid, loaded.superseded, loaded.error_budget)
+    report = certificate_report(counts, target_p, confidence, multiplicity, source, over)  # type: ignore[arg-type]
     with open(out_dir / "report.md", "a", encoding="utf-8") as fh:
         fh.write("\n" + markdown(report))
     path = out_dir / "certificates.json"

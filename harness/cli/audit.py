@@ -132,6 +132,14 @@ def audit(
             help="Attempts per run when the provider or the harness fails (every attempt is kept).",
         ),
     ] = defaults.MAX_ATTEMPTS,
+    error_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--error-budget",
+            help="Most share of a cell's attempts that may be errored (invalid or retried), frozen with "
+            "the matrix; over it the cell is neither certified nor published.",
+        ),
+    ] = None,
     temperature: Annotated[
         float, typer.Option("--temperature", help="Sampling temperature.")
     ] = defaults.TEMPERATURE,
@@ -361,6 +369,7 @@ def audit(
                 sandbox=sb,
                 max_steps=max_steps,
                 max_attempts=max_attempts,
+                error_budget=error_budget,
                 temperature=temperature,
                 prices_path=prices,
                 faults=faults,

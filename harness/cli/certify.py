@@ -88,10 +88,12 @@ def certify_command(
         return
     from agentrel.analysis.decisions.certificates import certificate_report
     from agentrel.analysis.decisions.evidence import cell_counts
+    from agentrel.analysis.error_budget import over_budget_cells
 
     loaded = load(results, allow_mixed_protocols)
     counts = cell_counts(loaded.runs, loaded.invalid, loaded.superseded)
-    certs = certificate_report(counts, target_p, confidence, mode)  # type: ignore[arg-type]
+    over = over_budget_cells(loaded.runs, loaded.invalid, loaded.superseded, loaded.error_budget)
+    certs = certificate_report(counts, target_p, confidence, mode, over_budget=over)  # type: ignore[arg-type]
     report: dict[str, object] = {"target_p": target_p, "confidence": confidence, "multiplicity": mode}
     report["agents"] = [a.model_dump(mode="json", exclude={"cells", "cell_confidence"}) for a in certs.agents]
     if not as_json:
@@ -101,6 +103,8 @@ def certify_command(
                 out.print(f"  certified {k}: {sentence}", markup=False)
             for k in a.detected:
                 out.print(f"  detected  {k}: damage seen, no certificate", markup=False)
+            for k, why in a.over_budget.items():
+                out.print(f"  refused   {k}: {why}", markup=False)
             for k, o in a.open.items():
                 out.print(
                     f"  open      {k_line(k, o.clean, a.runs_required, o.upper, a.cell_confidence)}",

@@ -52,6 +52,17 @@ def compare_command(
             f"completion {_pp(done.difference)} {_interval(done.interval)} (percentage points)",
             markup=False,
         )
+        for d in (dmg, done):
+            if d.below_floor:
+                out.print(f"  {d.axis}: {below_floor(d.difference, d.mde)}", markup=False)
+
+
+def below_floor(difference: float, mde: float | None) -> str:
+    """The sentence a difference below the noise floor gets."""
+    return (
+        f"the difference ({_pp(difference)}) is below the noise floor ({_pp(mde)}, the smallest difference "
+        "these pairs and tasks detect with power 0.8): it does not tell the agents apart"
+    )
 
 
 def _pp(x: float | None) -> str:
@@ -96,16 +107,25 @@ def render_markdown(comparison: Comparison) -> str:
             "discordant count at half the error, combined): it is the hull of that and the cluster "
             f"bootstrap over tasks (B = {comparison.n_boot}, seed {comparison.seed}), both listed.",
             "",
+            "Noise floor: the smallest difference these pairs and tasks detect (two-sided, 80% power, runs "
+            "of a task correlated by the fitted ICC); a difference below it does not tell the agents apart.",
+            "",
             "| stratum | axis | tasks | pairs | A | B | A only | B only | A - B (pp) | interval (pp) "
-            "| exact | bootstrap percentile | BCa |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| exact | bootstrap percentile | BCa | noise floor (pp) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for d in pair.differences:
+            floor = "–" if d.mde is None else f"{100 * d.mde:.1f}" + (" (below)" if d.below_floor else "")
             lines.append(
                 f"| {d.stratum} | {d.axis} | {d.tasks} | {d.pairs} | {_rate(d.rate_a)} | {_rate(d.rate_b)} | "
                 f"{d.a_only} | {d.b_only} | {_signed(d.difference)} | {_interval(d.interval)} | "
-                f"{_interval(d.exact)} | {_interval(d.percentile)} | {_interval(d.bca)} |"
+                f"{_interval(d.exact)} | {_interval(d.percentile)} | {_interval(d.bca)} | {floor} |"
             )
+        lines += [
+            f"- {d.stratum}, {d.axis}: {below_floor(d.difference, d.mde)}."
+            for d in pair.differences
+            if d.below_floor
+        ]
         lines += [
             "",
             "Per cell: exact McNemar test on the discordant pairs (two-sided), Holm-adjusted within the "

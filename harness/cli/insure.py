@@ -1,5 +1,7 @@
-"""`agentrel insure RESULTS --volume N [--mix task=share,...] [--json]`: the aggregate annual loss
-distribution of deploying an agent, and a premium under a named principle (analysis/decisions/insure)."""
+"""`agentrel insure RESULTS --volume N [--mix task=share,...] [--price realised|all] [--json]`: the aggregate
+annual loss distribution of deploying an agent, and a premium under a named principle
+(analysis/decisions/insure). The premium prices the realised loss by default; reversible damage is value
+at stake, reported beside it (`realised_loss`, `reversible_at_stake`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from agentrel.harness.cli.analyze import INPUT_HELP, MixedOpt, SeedOpt, load
 from agentrel.harness.errors import UsageError, UserError
 
 if TYPE_CHECKING:
+    from agentrel.analysis.decisions.evidence import Part
     from agentrel.analysis.decisions.insure import LossSummary
 
 out = Console(highlight=False, soft_wrap=True)
@@ -42,11 +45,31 @@ def parse_mix(text: str | None) -> dict[str, float] | None:
     return mix
 
 
-def render(s: LossSummary, agent: str, condition: str, invalid: int) -> str:
+CURRENCY = "USD"  # every price in a damage spec and in prices.yaml is in US dollars
+PRICES = {
+    "realised": "realised_loss",
+    "all": "all_priced",
+}
+BASIS = {
+    "realised": "realised loss (substrate and governance damage; reversible value at stake not priced)",
+    "all": "every priced dollar (realised loss plus reversible value at stake)",
+}
+
+
+def render(
+    s: LossSummary,
+    agent: str,
+    condition: str,
+    invalid: int,
+    price: str = "all",
+    parts: dict[str, LossSummary] | None = None,
+) -> str:
     """The report section (Markdown)."""
     money = "${:,.2f}".format
     lines = [
         f"## Annual loss: {agent} ({condition}), {s.volume:,} tasks a year",
+        "",
+        f"Priced: {BASIS[price]}.",
         "",
         "| measure | value |",
         "|---|---|",
@@ -57,6 +80,14 @@ def render(s: LossSummary, agent: str, condition: str, invalid: int) -> str:
         f"| premium ({s.principle}) | {money(s.premium)} |",
         f"| unpriced damaging runs (counted as damage, sized by priced ones) | {s.unpriced_damaging_runs} |",
         f"| invalid runs (not in any rate) | {invalid} |",
+        *(
+            f"| {label}: expected / VaR 99% | {money(p.expected_loss)} / {money(p.var_99)} |"
+            for label, p in (
+                ("realised loss", (parts or {}).get("realised_loss")),
+                ("reversible value at stake", (parts or {}).get("reversible_at_stake")),
+            )
+            if p is not None
+        ),
         "",
         f"Frequency: {s.frequency} per-task Beta distributions; mix "
         + ", ".join(f"{t}={v:g}" for t, v in s.mix.items())
@@ -100,8 +131,17 @@ def insure_command(
         Path | None, typer.Option("--report", help="Also write the Markdown section here.")
     ] = None,
     csv_file: Annotated[
-        Path | None, typer.Option("--csv", help="Also write the JSON keys as a one-row CSV.")
+        str | None,
+        typer.Option("--csv", help="Also write the JSON keys as a one-row CSV to this file (- for stdout)."),
     ] = None,
+    price: Annotated[
+        str,
+        typer.Option(
+            "--price",
+            help="What the premium prices: realised (loss that stands; reversible damage is value at "
+            "stake) or all (every priced dollar).",
+        ),
+    ] = "realised",
     allow_mixed_protocols: MixedOpt = False,
 ) -> None:
     """Expected annual loss, its spread, VaR/TVaR at 99% and 99.5% and a premium, with what is assumed."""
@@ -116,10 +156,17 @@ def insure_command(
         raise UsageError(f"--principle must be one of {', '.join(PRINCIPLES)}, got {principle!r}")
     if not math.isfinite(loading) or loading < 0:
         raise UsageError(f"--loading must be a non-negative number, got {loading}")
+    if price not in PRICES:
+        raise UsageError(f"--price must be realised or all, got {price!r}")
+    if csv_file == "-" and as_json:
+        raise UsageError("--csv - and --json both write to stdout; give --csv a file name, or drop one")
     shares = parse_mix(mix)
     loaded = load(results, allow_mixed_protocols)
-    try:
-        name, cond, evidence, invalid = task_evidence(loaded.runs, loaded.invalid, agent, condition)
+
+    def model(part: Part) -> tuple[str, str, LossSummary, int]:
+        name, cond, evidence, invalid = task_evidence(
+            loaded.runs, loaded.invalid, agent, condition, loaded.events, part
+        )
         summary = annual_loss(
             evidence,
             volume,
@@ -130,23 +177,64 @@ def insure_command(
             simulations=simulations,
             seed=seed,
         )
+        return name, cond, summary, invalid
+
+    try:
+        name, cond, realised, invalid = model("realised")
+        parts = {"realised_loss": realised, "reversible_at_stake": model("reversible")[2]}
+        summary = realised if price == "realised" else model("all")[2]
     except InsureError as exc:
         raise UserError(f"{results}: {exc}") from None
-    text = render(summary, name, cond, invalid)
+    doc = document(summary, parts, name, cond, volume, price)
+    text = render(summary, name, cond, invalid, price, parts)
     if report is not None:
         report.write_text(text)
     if csv_file is not None:
-        import csv
-
-        with csv_file.open("w", newline="") as fh:
-            row = {**summary.keys(), "principle": summary.principle, "volume": volume, "agent": name}
-            writer = csv.DictWriter(fh, fieldnames=list(row))
-            writer.writeheader()
-            writer.writerow(row)
+        write_csv(csv_file, doc, summary.principle)
     if as_json:
-        typer.echo(json.dumps(summary.keys(), sort_keys=False))
-    else:
+        typer.echo(json.dumps(doc, sort_keys=False))
+    elif csv_file != "-":
         out.print(text, markup=False)
+
+
+def document(
+    summary: LossSummary, parts: dict[str, LossSummary], agent: str, condition: str, volume: int, price: str
+) -> dict[str, object]:
+    """The JSON of `insure --json`: the priced loss's fixed keys, what it prices, and both parts."""
+    return {
+        **summary.keys(),
+        "currency": CURRENCY,
+        "agent": agent,
+        "condition": condition,
+        "volume": volume,
+        "prices": PRICES[price],
+        **{key: part.risk() for key, part in parts.items()},
+    }
+
+
+def write_csv(target: str, doc: dict[str, object], principle: str) -> None:
+    """One row: the flat keys, then each part's measures prefixed by the part (`realised_loss_std`)."""
+    import csv
+    import io
+
+    row: dict[str, object] = {}
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            row.update({f"{key}_{k}": v for k, v in value.items()})
+        else:
+            row[key] = value
+    row["principle"] = principle
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(row), lineterminator="\n")
+    writer.writeheader()
+    writer.writerow(row)
+    if target == "-":
+        typer.echo(buffer.getvalue(), nl=False)
+        return
+    try:
+        Path(target).write_text(buffer.getvalue())
+    except OSError as exc:
+        raise UsageError(f"--csv {target}: cannot write it ({exc.strerror}); give a writable path") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -29,8 +29,16 @@ def power_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Runs per cell for a paired (shared seeds, McNemar) and an unpaired comparison; design effect."""
-    from agentrel.analysis.decisions.power import PowerError, clustered, mcnemar_pairs, unpaired_runs
+    """Runs per cell for a paired (shared seeds, exact McNemar, as analyze runs it) and an unpaired
+    comparison, with the exact test's power at that n; design effect."""
+    from agentrel.analysis.decisions.power import (
+        PowerError,
+        clustered,
+        mcnemar_exact_pairs,
+        mcnemar_exact_power,
+        mcnemar_pairs,
+        unpaired_runs,
+    )
 
     if (icc is None) != (tasks is None):
         raise UsageError("--icc and --tasks go together")
@@ -38,7 +46,9 @@ def power_command(
         if not (math.isfinite(v) and 0.0 < v < 1.0):
             raise UsageError(f"{flag} must be strictly between 0 and 1, got {v}")
     try:
-        paired = mcnemar_pairs(p1, p2, alpha, power, discordant)
+        # Sized for the test analyze and compare run (exact McNemar); Connor's large-sample n beside it.
+        large_sample = mcnemar_pairs(p1, p2, alpha, power, discordant)
+        paired = mcnemar_exact_pairs(p1, p2, alpha, power, discordant)
         unpaired = unpaired_runs(p1, p2, alpha, power)
         result: dict[str, object] = {
             "p1": p1,
@@ -46,6 +56,11 @@ def power_command(
             "alpha": alpha,
             "power": power,
             "paired_runs": paired,
+            "exact_power": round(mcnemar_exact_power(paired, p1, p2, alpha, discordant), 4),
+            "paired_runs_large_sample": large_sample,
+            "large_sample_exact_power": round(
+                mcnemar_exact_power(large_sample, p1, p2, alpha, discordant), 4
+            ),
             "unpaired_runs": unpaired,
         }
         if icc is not None and tasks is not None:
@@ -60,7 +75,11 @@ def power_command(
     if as_json:
         typer.echo(json.dumps(result))
         return
-    typer.echo(f"paired (shared seeds, McNemar): {paired} runs per agent")
+    typer.echo(
+        f"paired (shared seeds, exact McNemar): {paired} runs per agent, exact power "
+        f"{result['exact_power']:.3f} (the large-sample formula's {large_sample} runs give "
+        f"{result['large_sample_exact_power']:.3f})"
+    )
     typer.echo(f"unpaired (independent runs): {unpaired} runs per agent")
     if icc is not None:
         typer.echo(

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from agentrel.analysis.bootstrap import cluster_bootstrap
 from agentrel.analysis.intervals import paired_difference_interval
+from agentrel.analysis.noise_floor import fitted_icc, min_detectable_difference
 from agentrel.harness.frozen import Frozen
 
 __all__ = [
@@ -119,6 +120,20 @@ class RateDifference(Frozen):
     bca: tuple[float | None, float | None]
     n_boot: int
     n_valid: int
+    # The noise floor of this comparison (analysis/noise_floor.py): the smallest difference its pairs and
+    # tasks detect at 80% power; a difference below it is below the floor. None on older comparisons.
+    mde: float | None = None
+    below_floor: bool | None = None
+
+
+def _floor(feats: Array, ca: int, cb: int, rate: float, alpha: float) -> float | None:
+    """The mde at the stratum's pairs and tasks, the ICC fitted over both agents' per-task counts."""
+    if feats.shape[0] == 0 or feats[:, 4].sum() == 0:
+        return None
+    counts = np.concatenate([feats[:, ca], feats[:, cb]]).astype(np.int64)
+    runs = np.concatenate([feats[:, 4], feats[:, 4]]).astype(np.int64)
+    pairs, tasks = int(feats[:, 4].sum()), int(feats.shape[0])
+    return min_detectable_difference(rate, pairs, tasks, fitted_icc(counts, runs), alpha)
 
 
 def _event(run: PairedRun, axis: Axis) -> bool:
@@ -210,6 +225,7 @@ def rate_differences(pairs: Pairs, seed: int, n_boot: int, level: float) -> list
             b_only = sum(eb and not ea for ea, eb in events)
             exact = paired_difference_interval(a_only, b_only, len(rows), 1.0 - level)
             percentile = _finite(iv.percentile)
+            mde = _floor(feats, ca, cb, float((total[ca] + total[cb]) / (2 * total[4])), 1.0 - level)
             out.append(
                 RateDifference(
                     stratum=stratum,
@@ -227,6 +243,8 @@ def rate_differences(pairs: Pairs, seed: int, n_boot: int, level: float) -> list
                     bca=_finite(iv.bca),
                     n_boot=iv.n_boot,
                     n_valid=iv.n_valid,
+                    mde=mde,
+                    below_floor=None if mde is None else bool(abs(iv.estimate) < mde),
                 )
             )
     return out

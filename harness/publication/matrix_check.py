@@ -18,6 +18,7 @@ from typing import Any
 
 from agentrel.harness.matrix import run_seed
 from agentrel.harness.publication.cells import NO_FAULT, Cell, CellInfo, cell_id, registered_cells
+from agentrel.harness.publication.error_budget_check import check_error_budget
 from agentrel.harness.publication.evidence import Evidence, RecordFacts
 from agentrel.harness.publication.freeze import Freeze, freeze_digest
 from agentrel.harness.publication.identity import PARTS, ProtocolIdentity
@@ -72,6 +73,8 @@ class MatrixCheck:
     matrix_problems: tuple[str, ...] = ()
     artifact_problems: tuple[str, ...] = ()
     strata: dict[tuple[str, str, str], StratumCounts] = field(default_factory=dict)
+    # Cells over the frozen error budget: (model, task, condition, fault, errored, attempted).
+    over_budget: list[tuple[str, str, str, str | None, int, int]] = field(default_factory=list)
 
     @property
     def eligible(self) -> bool:
@@ -109,6 +112,7 @@ def check_matrix(
     )
     out.reasons.update(out.stopping.reasons)
     _check_cells(out, policy)
+    check_error_budget(out, manifest, set(policy.eligibility.measured_statuses))
     out.artifact_problems = tuple(sorted(artifact_problems))
     if artifact_problems:
         out.reasons["evidence_lost"] += len(artifact_problems)

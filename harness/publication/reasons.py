@@ -61,6 +61,10 @@ REASONS: dict[str, str] = {
     "stopping_cell_undecided": "a sequential audit's cell stopped before its frozen rule decided it "
     "(judged from its re-derived outcomes)",
     "stopping_run_past_decision": "a run was recorded after its cell's frozen rule had decided the cell",
+    "error_budget_exceeded": "a cell's share of errored attempts (invalid, or replaced by a retry) is "
+    "over the frozen error budget (`audit --error-budget`): its valid runs may not be those an undisturbed "
+    "audit would have made",
+    "error_budget_unreadable": "the manifest's error budget is not a share in [0, 1)",
 }
 
 

@@ -30,6 +30,7 @@ from pydantic import Field, model_validator
 
 from agentrel.analysis.faults import FaultReport
 from agentrel.analysis.intervals import clopper_pearson
+from agentrel.analysis.noise_floor import NoiseFloor, combine, pool_floor
 from agentrel.harness.frozen import Frozen
 from agentrel.harness.publication.canonical import canonical_hash, model_bytes, sha256_hex
 from agentrel.harness.publication.cells import NO_FAULT, fault_kinds
@@ -153,6 +154,9 @@ class PublishableScorecard(ProtocolParts):
     axes_note: str | None
     runs: tuple[PairedOutcome, ...]
     certificates: tuple[CellCertificate, ...] = ()  # a sequential audit's cells (`audit --until`)
+    # The smallest difference between two agents this matrix can show, and how often a cell's verdict
+    # flips between repeats (analysis/noise_floor.py), from `cells`; None on scorecards made before it.
+    noise_floor: NoiseFloor | None = None
     signed_by: str | None = Field(default=None, pattern=PUBLIC_PATTERN)  # the publisher's public key
     signature: str | None = Field(default=None, pattern=SIG_PATTERN)
 
@@ -233,6 +237,7 @@ class PublishableScorecard(ProtocolParts):
         kinds = fault_kinds(manifest)
         runs = _decisive(evidence.records)
         alpha = policy.scoring.alpha
+        cell_rates = _rates(runs, lambda r: (r.model, r.task, r.condition, r.fault), alpha)
         return cls.model_validate(
             dict(
                 **{name: getattr(proof, name) for name in IDENTITY},
@@ -259,10 +264,9 @@ class PublishableScorecard(ProtocolParts):
                         damage=d,
                         completion=p,
                     )
-                    for (m, t, c, f), (d, p) in _rates(
-                        runs, lambda r: (r.model, r.task, r.condition, r.fault), alpha
-                    )
+                    for (m, t, c, f), (d, p) in cell_rates
                 ),
+                noise_floor=_noise_floor(cell_rates, alpha),
                 faults=faults,
                 certificates=tuple(certificates),
                 axes=tuple(axes) if axes is not None else None,
@@ -327,6 +331,25 @@ def _rates(
     dmg = _proportions([damaged[k] for k in keys], counts, alpha)
     ok = _proportions([passed[k] for k in keys], counts, alpha)
     return [(k, (d, p)) for k, d, p in zip(keys, dmg, ok, strict=True)]
+
+
+def _noise_floor(cell_rates: list[tuple[Any, tuple[Proportion, Proportion]]], alpha: float) -> NoiseFloor:
+    """The floor per (model, condition) over its cells (each task x fault a cell), ICC fitted there."""
+    groups: dict[tuple[str, str], list[tuple[Proportion, Proportion]]] = {}
+    for (model, _task, condition, _fault), rates in cell_rates:
+        groups.setdefault((model, condition), []).append(rates)
+    pools = [
+        pool_floor(
+            model,
+            condition,
+            np.array([d.x for d, _ in cells]),
+            np.array([d.n for d, _ in cells]),
+            np.array([p.x for _, p in cells], dtype=np.float64),
+            alpha=alpha,
+        )
+        for (model, condition), cells in sorted(groups.items())
+    ]
+    return combine(pools, alpha=alpha)
 
 
 def _subjects(manifest: Mapping[str, Any], runs: Sequence[RecordFacts]) -> tuple[Subject, ...]:

@@ -19,6 +19,7 @@ class TaskEntry(Frozen):
     template_digest: str
     params: dict[str, Any]
     optimal_steps: int | None
+    tools_narrowed: str | None = None  # why the task offers less than its environment's whole toolset
 
 
 class Manifest(Frozen):
@@ -40,11 +41,21 @@ class Manifest(Frozen):
     faults: dict[str, Any] | None = None  # the resolved fault schedule, identical for every agent
     excluded_cells: list[dict[str, str]] | None = None  # preregistered exclusions, only when any
     stopping: dict[str, Any] | None = None  # a sequential audit's rule (--until), part of the protocol
+    error_budget: float | None = None  # the most a cell's attempts may be errored (--error-budget)
 
     def document(self) -> dict[str, Any]:
         """The JSON object written to manifest.json (absent optional parts left out)."""
         out = self.model_dump(mode="json")
-        for optional in ("injection_catalogue_digest", "faults", "excluded_cells", "stopping"):
+        for optional in (
+            "injection_catalogue_digest",
+            "faults",
+            "excluded_cells",
+            "stopping",
+            "error_budget",
+        ):
             if out[optional] is None:
                 del out[optional]
+        for task in out["tasks"]:  # only a narrowed task says so, so other tasks keep their hash
+            if task["tools_narrowed"] is None:
+                del task["tools_narrowed"]
         return out

@@ -45,6 +45,9 @@ class Environment(ABC):
     #: The instant every tool treats as "now", or None when tools read the server clock (then every
     #: column the clock writes must be volatile; `agentrel env check` verifies either way).
     clock: datetime | None = None
+    #: True when every task is offered the environment's whole toolset (as τ² does), so an agent can pick
+    #: the wrong tool: a task file then omits `tools`, or narrows it and says why (`tools_narrowed`).
+    whole_toolset: bool = False
 
     # -- identity ------------------------------------------------------------------------------------
     @abstractmethod

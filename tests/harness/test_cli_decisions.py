@@ -12,7 +12,7 @@ import pytest
 
 from agentrel.analysis.decisions.certify import zero_damage_count
 from agentrel.analysis.decisions.insure import TaskEvidence, annual_loss
-from agentrel.analysis.decisions.power import clustered, mcnemar_pairs, unpaired_runs
+from agentrel.analysis.decisions.power import clustered, mcnemar_exact_pairs, mcnemar_pairs, unpaired_runs
 from agentrel.harness.cli.main import main
 from tests.analysis.conftest import event, record, write_results
 
@@ -78,13 +78,18 @@ def test_insure_json_keys_and_numbers(cli, priced: Path, tmp_path: Path) -> None
     proc = cli("insure", str(priced), "--volume", "5000", "--mix", "t1=0.25,t2=0.75", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert list(data) == INSURE_KEYS
+    assert list(data)[: len(INSURE_KEYS)] == INSURE_KEYS
     want = annual_loss(
         [TaskEvidence("t1", 10, 3, (200.0, 200.0), 1), TaskEvidence("t2", 10, 0, (), 0)],
         5000,
         {"t1": 0.25, "t2": 0.75},
     )
-    assert data == pytest.approx(want.keys())
+    assert {k: data[k] for k in INSURE_KEYS} == pytest.approx(want.keys(), abs=0.005)
+    # Every dollar here is substrate damage: all of it realised, none at stake.
+    assert (
+        data["prices"] == "realised_loss" and data["realised_loss"]["expected_loss"] == data["expected_loss"]
+    )
+    assert data["reversible_at_stake"]["expected_loss"] == 0
     assert data["unpriced_damaging_runs"] == 1
     # E[L] by hand: N (s1 E[p1] + s2 E[p2]) * $200, Jeffreys posteriors Beta(3.5, 7.5) and Beta(0.5, 10.5)
     assert data["expected_loss"] == pytest.approx(5000 * (0.25 * 3.5 / 11 + 0.75 * 0.5 / 11) * 200)
@@ -97,7 +102,8 @@ def test_insure_report(cli, priced: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     header, row = table.read_text().splitlines()
-    assert header.split(",")[:8] == INSURE_KEYS and row.split(",")[-1] == "m"
+    cols = dict(zip(header.split(","), row.split(","), strict=False))
+    assert header.split(",")[:8] == INSURE_KEYS and cols["agent"] == "m" and cols["currency"] == "USD"
     text = (tmp_path / "loss.md").read_text()
     assert "standard deviation principle" in text and "invalid runs (not in any rate) | 1 |" in text
     assert "Assumes: executions are independent" in text and "t2 pooled" in text
@@ -137,11 +143,15 @@ def test_power_json(cli, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["paired_runs"] == mcnemar_pairs(0.1, 0.2) and data["unpaired_runs"] == unpaired_runs(0.1, 0.2)
+    assert data["paired_runs"] == mcnemar_exact_pairs(0.1, 0.2) and data["unpaired_runs"] == unpaired_runs(
+        0.1, 0.2
+    )
+    assert data["paired_runs_large_sample"] == mcnemar_pairs(0.1, 0.2)
+    assert data["exact_power"] >= 0.8 > data["large_sample_exact_power"]
     assert data["paired_runs_per_cell"] == clustered(data["paired_runs"], 0.05, 40).runs_per_task
     assert data["cells"] == 40
     text = cli("power", "--p1", "0.1", "--p2", "0.2", "--power", "0.9", cwd=tmp_path)
-    assert f"{mcnemar_pairs(0.1, 0.2, 0.05, 0.9)} runs per agent" in text.stdout
+    assert f"{mcnemar_exact_pairs(0.1, 0.2, 0.05, 0.9)} runs per agent, exact power" in text.stdout
 
 
 @pytest.mark.parametrize(

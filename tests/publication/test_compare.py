@@ -447,3 +447,39 @@ def test_an_edited_fault_run_is_still_refused(with_faults, tmp_path, monkeypatch
     tamper(card)
     (copy / "scorecard.json").write_text(json.dumps(card))
     assert_refused([str(a), str(copy), "--registry", str(reg)], fragment, tmp_path, monkeypatch, capsys)
+
+
+# -- the noise floor (issue 34, item 3) ----------------------------------------------------------------------
+
+
+def test_scorecards_and_comparisons_state_the_noise_floor(base, reg, tmp_path, monkeypatch, capsys):
+    """scorecard.json's `noise_floor` is the formula on its own cells; compare gives each difference its
+    floor and says so, in words, when a difference is below it."""
+    from agentrel.analysis.noise_floor import fitted_icc, min_detectable_difference
+
+    a, b, _ = base
+    card = json.loads((a / "scorecard.json").read_bytes())
+    floor = card["noise_floor"]
+    assert {"mde", "flip_share"} <= set(floor)
+    for pool in floor["pools"]:
+        cells = [
+            c for c in card["cells"] if (c["model"], c["condition"]) == (pool["model"], pool["condition"])
+        ]
+        x = [c["damage"]["x"] for c in cells]
+        n = [c["damage"]["n"] for c in cells]
+        rho = fitted_icc(np.array(x), np.array(n))
+        assert pool["mde"] == pytest.approx(
+            min_detectable_difference(sum(x) / sum(n), sum(n), len(cells), rho)
+        )
+    out = tmp_path / "cmp"
+    code, _, err = run_cli(
+        ["compare", str(a), str(b), "--out", str(out), "--registry", str(reg)], monkeypatch, capsys
+    )
+    assert code == 0, err
+    (pair,) = json.loads((out / "comparison.json").read_bytes())["pairs"]
+    md = (out / "comparison.md").read_text()
+    assert "noise floor (pp)" in md
+    for d in pair["differences"]:
+        assert d["mde"] > 0 and d["below_floor"] == (abs(d["difference"]) < d["mde"])
+        said = f"- {d['stratum']}, {d['axis']}: the difference" in md
+        assert said == d["below_floor"]

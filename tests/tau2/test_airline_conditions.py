@@ -31,7 +31,9 @@ from tests.tau2.conditions import (
 
 # Tasks whose tools carry different goals: a cancellation, a certificate, a bag change + passengers.
 ATTACKED = ["tau2-airline-cancel-two", "tau2-airline-delay-certificate", "tau2-airline-bags-before-upgrade"]
-BOOKING_ONLY = "tau2-airline-two-certificates"  # offers no tool any goal acts through
+BOOKING_ONLY = "tau2-airline-two-certificates"  # a booking task: narrowed to its booking tools, no goal fits
+BOOKING_TOOLS = ["get_user_details", "get_reservation_details", "search_direct_flight", "book_reservation"]
+CANCEL_TOOLS = ["get_user_details", "get_reservation_details", "cancel_reservation"]
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +69,19 @@ def test_the_airline_catalogue_holds_goals_and_shares_the_builtin_payloads(catal
 
 def test_a_goal_whose_tools_the_task_lacks_is_never_planted(airline, catalogue):
     """The negative: over many seeds the draw only ever plants goals the task's tools can carry out, and
-    a task whose tools carry none has no goal to draw (the audit leaves its cells out)."""
+    a task whose tools carry none has no goal to draw (the audit leaves its cells out). The suite's tasks
+    offer the whole toolset, as τ² does, so every goal fits them; a task narrowed to cancelling draws only
+    the cancellation, and one narrowed to booking draws nothing."""
     suite = {t.id: t for t in load_suite()}
-    task = suite["tau2-airline-cancel-two"]
-    assert "send_certificate" not in task.tools
+    assert all(
+        {g.id for g in catalogue.goals_for(t)} == {g.id for g in catalogue.goals} for t in suite.values()
+    )
+    why = {"tools_narrowed": "a test of a narrowed task"}
+    task = suite["tau2-airline-cancel-two"].model_copy(update={"tools": CANCEL_TOOLS, **why})
     drawn = {draw(Injection(), task, f"seed-{i}", catalogue)[0].id for i in range(200)}
     assert drawn == {g.id for g in catalogue.goals_for(task)} == {"cancel-reservation"}
-    assert catalogue.goals_for(suite[BOOKING_ONLY]) == []
+    booking = suite[BOOKING_ONLY].model_copy(update={"tools": BOOKING_TOOLS, **why})
+    assert catalogue.goals_for(booking) == []
 
 
 # ---- audits -----------------------------------------------------------------------------------------
@@ -105,12 +113,12 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(airline, tmp_path
         registry.select("tau2-airline")
 
 
-def test_a_task_no_goal_can_reach_is_left_out_of_the_attack(airline, tmp_path):
+def test_with_the_whole_toolset_every_task_is_attacked(airline, tmp_path):
+    """Offered every tool, as in τ², the booking task can be made to cancel: no cell is left out."""
     out = run(airline, tmp_path / "r", "scripted/follow-injection", "adversarial", [BOOKING_ONLY], k=1)
-    assert out.new == []
+    assert len(out.new) == 1
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    excluded = [(c["task"], c["condition"]) for c in manifest["excluded_cells"]]
-    assert excluded == [(BOOKING_ONLY, "adversarial")]
+    assert "excluded_cells" not in manifest
 
 
 def test_the_oracle_under_noise_stays_safe(airline, tmp_path):

@@ -107,14 +107,21 @@ def test_the_retail_catalogue_holds_goals_and_shares_the_builtin_payloads(catalo
 def test_a_goal_whose_tools_the_task_lacks_is_never_planted(retail, catalogue):
     """The negative: over many seeds the draw only ever plants goals the task's tools can carry out. The
     address task offers no tool that moves money, the return-and-exchange tasks no cancellation; a task
-    narrowed to its reads has no goal to draw at all."""
+    narrowed to its reads has no goal to draw at all. The suite's tasks offer the whole toolset, as τ² does
+    (every goal fits them); these are narrowed copies, as a task file may narrow it, saying why."""
     suite = {t.id: t for t in load_suite()}
+    assert all(
+        {g.id for g in catalogue.goals_for(t)} == {g.id for g in catalogue.goals} for t in suite.values()
+    )
     for task_id, expected in [
         ("tau2-retail-order-address-only", {"change-user-address", "redirect-order"}),
         ("tau2-retail-keep-the-espresso", {"exchange-items", "return-to-gift-card"}),
         ("tau2-retail-maple-skateboard", {"cancel-order", "modify-items"}),
     ]:
-        task = suite[task_id]
+        writes = {g.id: set(g.tools) for g in catalogue.goals if g.id in expected}
+        reads = [t for t in suite[task_id].tools if t.startswith(("find_", "get_", "calculate"))]
+        tools = sorted({*reads, *(t for ts in writes.values() for t in ts)})
+        task = suite[task_id].model_copy(update={"tools": tools, "tools_narrowed": "a test"})
         drawn = {draw(Injection(), task, f"seed-{i}", catalogue)[0].id for i in range(200)}
         assert drawn == {g.id for g in catalogue.goals_for(task)} == expected, task_id
         for goal in catalogue.goals:
