@@ -3,7 +3,8 @@
 Pages: `/` (headline), `/cells?agent=&task=&condition=&outcome=&min_dollars=&sort=&desc=`,
 `/runs/<run id>` (`?from=N` pages through a long diff), `/api/version` (what live pages poll),
 `/static/*` (the package's own CSS and JS; nothing is fetched from elsewhere). Each request refreshes
-the index first, which reads only what an audit appended since the last request.
+the index first, which reads only what an audit appended since the last request. A request addressed
+to another host (DNS rebinding) is refused before any of that (`host_guard`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -23,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from agentrel.harness.errors import UserError
 from agentrel.harness.view.evidence import EvidenceStore
+from agentrel.harness.view.host_guard import HostGuard
 from agentrel.harness.view.html import cells_page, headline_page, message_page
 from agentrel.harness.view.index import ResultsIndex, Snapshot
 from agentrel.harness.view.pages import OUTCOMES, Cell, CellQuery, cell_runs, cells, filter_cells, headline
@@ -154,7 +157,7 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         Route("/api/version", guarded(version_endpoint)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: not_found})
+    app = Starlette(routes=routes, exception_handlers={404: not_found}, middleware=[Middleware(HostGuard)])
     app.state.view = view
     return app
 

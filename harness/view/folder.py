@@ -15,12 +15,14 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentrel.harness.view.app import SECURITY_HEADERS, STATIC, create_app
+from agentrel.harness.view.host_guard import HostGuard
 from agentrel.harness.view.html import e, layout
 
 Scope = MutableMapping[str, Any]
@@ -135,6 +137,6 @@ def create_folder_app(folder: Path, notify: Callable[[str], None] = lambda _: No
         app = create_app(path, notify)
         views.append(app.state.view)
         routes.append(Mount(prefix, app=Rerooted(app, prefix)))
-    root = Starlette(routes=routes)
+    root = Starlette(routes=routes, middleware=[Middleware(HostGuard)])
     root.state.views = views
     return root
