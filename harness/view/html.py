@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 
 from agentrel.harness.view.index import Attempt
 from agentrel.harness.view.pages import OUTCOMES, AgentRow, Cell, CellQuery, Headline, Rate, outcome_of
+from agentrel.harness.view.templates import render, trusted
 
 
 def e(value: object) -> str:
@@ -66,22 +67,9 @@ def rate_html(r: Rate, invalid: dict[str, int], pending: int = 0) -> str:
 
 
 def layout(title: str, body: str, *, version: int | None = None, crumbs: str = "") -> str:
-    """A whole page. `version` set: the page is live and reloads when the index moves past it."""
-    live = f' data-version="{version}"' if version is not None else ""
-    return (
-        "<!doctype html>\n"
-        f'<html lang="en"><head><meta charset="utf-8"><title>{e(title)} · AgentRel</title>'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="stylesheet" href="/static/view.css"><script src="/static/view.js" defer></script>'
-        f"</head><body{live}>"
-        '<header><a class="brand" href="/">AgentRel</a>'
-        f"<nav>{crumbs}</nav>"
-        '<form class="search" method="get" action="/search" role="search">'
-        '<input type="search" name="q" placeholder="search final messages and transcripts" '
-        'aria-label="search final messages and transcripts"></form>'
-        '<span id="live" class="live" hidden>live · updating</span></header>'
-        f"<main>{body}</main></body></html>\n"
-    )
+    """A whole page (templates/layout.html). `body` and `crumbs` are HTML this module built and escaped.
+    `version` set: the page is live and reloads when the index moves past it."""
+    return render("layout.html", title=title, body=trusted(body), version=version, crumbs=trusted(crumbs))
 
 
 def problems_html(problems: list[str], torn: bool) -> str:
@@ -96,10 +84,9 @@ def problems_html(problems: list[str], torn: bool) -> str:
 
 def message_page(title: str, message: str, status_note: str = "") -> str:
     """A page that says one thing that went wrong, in a sentence (never a stack trace)."""
-    body = f'<h1>{e(title)}</h1><p class="error" role="alert">{e(message)}</p>'
-    if status_note:
-        body += f"<p>{e(status_note)}</p>"
-    return layout(title, body)
+    return render(
+        "message.html", title=title, message=message, status_note=status_note, version=None, crumbs=""
+    )
 
 
 def headline_page(h: Headline, source: str, rules: dict[str, list[str]] | None = None) -> str:

@@ -149,7 +149,7 @@ def cells(snap: Snapshot) -> list[Cell]:
                     c[4] = sev
         else:
             c[5][a[6]] += 1
-    for key in _manifest_cells(snap.manifest):
+    for key in manifest_cells(snap.manifest):
         acc.setdefault(key, [0, 0, 0, Decimal("0.00"), 0, Counter()])
     planned = planned_per_cell(snap.manifest)
     drafts = [_cell(key, c, planned) for key, c in acc.items()]
@@ -171,7 +171,7 @@ def with_intervals(drafts: list[Cell]) -> list[Cell]:
     ]
 
 
-def _manifest_cells(manifest: dict[str, Any] | None) -> Iterable[tuple[str, str, str]]:
+def manifest_cells(manifest: dict[str, Any] | None) -> Iterable[tuple[str, str, str]]:
     m = manifest or {}
     agents = [a.get("name") for a in m.get("agents") or () if isinstance(a, dict)]
     tasks = [t.get("id") for t in m.get("tasks") or () if isinstance(t, dict)]
