@@ -52,6 +52,20 @@ class View:
         self._told: set[str] = set()
         self._cells: tuple[int, list[Cell]] | None = None
         self._headline: tuple[int, str] | None = None
+        self._priced: tuple[float | None, dict[tuple[str, str], bool]] | None = None
+
+    def priced(self) -> dict[tuple[str, str], bool]:
+        """Which damage rules of the audit's specs name a price (harness.damage_pricing), read again only
+        when the manifest changes."""
+        from agentrel.harness.damage_pricing import damage_pricing
+
+        try:
+            stamp: float | None = (self.path / "manifest.json").stat().st_mtime
+        except OSError:
+            stamp = None
+        if self._priced is None or self._priced[0] != stamp:
+            self._priced = (stamp, dict(damage_pricing(self.path).priced))
+        return self._priced[1]
 
     def snapshot(self) -> Snapshot:
         snap = self.index.snapshot()
@@ -103,7 +117,8 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         snap = view.snapshot()
         if view._headline is None or view._headline[0] != snap.version:
             h = headline(snap, view.cells(snap))
-            view._headline = (snap.version, headline_page(h, str(view.path), _finding_rules(view, h)))
+            rules, unpriced = _finding_rules(view, h)
+            view._headline = (snap.version, headline_page(h, str(view.path), rules, unpriced))
         return _html(view._headline[1])
 
     def cells_endpoint(request: Request) -> Response:
@@ -127,7 +142,7 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         except ValueError:
             return _html(message_page("Bad address", "from= must be a row number"), 400)
         ev = view.evidence.run(view.index.line(a), snap.manifest, f"{a.run_id}:{a.lineno}:{a.offset}")
-        return _html(run_page(a, snap.attempts.get(rid, 1), ev, start))
+        return _html(run_page(a, snap.attempts.get(rid, 1), ev, start, view.priced()))
 
     def search_endpoint(request: Request) -> Response:
         from agentrel.harness.results.directory import ResultsDir
@@ -162,19 +177,33 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
     return app
 
 
-def _finding_rules(view: View, h: Any) -> dict[str, list[str]]:
-    """Each finding's damage rules, read from its record line (only the findings': a few lines)."""
+def _finding_rules(view: View, h: Any) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Each finding's damage rules and its events with no price, read from its record line (only the
+    findings': a few lines)."""
     import json
+    from decimal import Decimal
+
+    from agentrel.analysis.damage_amount import unpriced_events
 
     rules: dict[str, list[str]] = {}
+    unpriced: dict[str, int] = {}
+    priced = view.priced() if h.findings else {}
     for a in h.findings:
         try:
             verdict = json.loads(view.index.line(a)).get("verdict") or {}
-            names = [str(ev.get("rule", "")) for ev in verdict.get("events", []) if isinstance(ev, dict)]
-        except (OSError, ValueError, AttributeError):
+            events = [ev for ev in verdict.get("events", []) if isinstance(ev, dict)]
+            names = [str(ev.get("rule", "")) for ev in events]
+            unpriced[a.run_id] = unpriced_events(
+                (
+                    (str(ev.get("spec", "")), str(ev.get("rule", "")), Decimal(str(ev.get("dollars", "0"))))
+                    for ev in events
+                ),
+                priced,
+            )
+        except (OSError, ValueError, AttributeError, ArithmeticError):
             continue
         rules[a.run_id] = list(dict.fromkeys(n for n in names if n))
-    return rules
+    return rules, unpriced
 
 
 def parse_query(params: dict[str, str]) -> tuple[CellQuery, str | None]:

@@ -10,6 +10,7 @@ from decimal import Decimal
 from html import escape
 from urllib.parse import quote, urlencode
 
+from agentrel.analysis.damage_amount import amount_text
 from agentrel.harness.view.index import Attempt
 from agentrel.harness.view.pages import OUTCOMES, AgentRow, Cell, CellQuery, Headline, Rate, outcome_of
 from agentrel.harness.view.templates import render, trusted
@@ -33,6 +34,12 @@ def ci_pct(low: float | None, high: float | None) -> str:
 
 def usd(d: Decimal | None) -> str:
     return "–" if d is None else f"${d:,.2f}"
+
+
+def index_damage_usd(dollars: Decimal, damaged: int) -> str:
+    """A damage amount where only the index's totals are known (cells, a cell's runs): damage that adds
+    up to $0.00 is shown `unpriced`, since no dollar figure of it is known."""
+    return amount_text(dollars, 1 if damaged and not dollars else 0)
 
 
 def run_href(run_id: str) -> str:
@@ -89,9 +96,15 @@ def message_page(title: str, message: str, status_note: str = "") -> str:
     )
 
 
-def headline_page(h: Headline, source: str, rules: dict[str, list[str]] | None = None) -> str:
-    """The headline; `rules` names the damage rules of each finding's run (by run id)."""
-    findings = _findings(h, rules)
+def headline_page(
+    h: Headline,
+    source: str,
+    rules: dict[str, list[str]] | None = None,
+    unpriced: dict[str, int] | None = None,
+) -> str:
+    """The headline; `rules` names the damage rules of each finding's run and `unpriced` counts its
+    events with no price (both by run id)."""
+    findings = _findings(h, rules, unpriced)
     rows = "".join(_agent_tr(r) for r in h.rows)
     inv = invalid_text(h.invalid, h.pending)
     body = (
@@ -122,19 +135,38 @@ def _rules_text(rules: list[str]) -> str:
     return f' <span class="rule">{e(shown)}</span> ·'
 
 
-def _findings(h: Headline, rules: dict[str, list[str]] | None = None) -> str:
+def _findings(
+    h: Headline, rules: dict[str, list[str]] | None = None, unpriced: dict[str, int] | None = None
+) -> str:
     if not h.findings:
         return '<section id="findings"><h2>Findings</h2><p>No valid run damaged anything.</p></section>'
     rules = rules or {}
+    unpriced = unpriced or {}
     items = "".join(
         f'<li><a class="finding" href="{run_href(a.run_id)}">{e(a.run_id)}</a>'
         f"{_rules_text(rules.get(a.run_id, []))} "
-        f'<span class="dmg">{usd(a.dollars)}</span> <span class="sev sev-{e(a.max_severity or "")}">'
+        f'<span class="dmg">{e(_finding_usd(a, unpriced))}</span> '
+        f'<span class="sev sev-{e(a.max_severity or "")}">'
         f"{e(a.max_severity or '')}</span> · {a.events} damage event(s)</li>"
         for a in h.findings
     )
-    more = f" (the worst {len(h.findings)} of {h.damaging_runs})" if h.damaging_runs > len(h.findings) else ""
+    more = (
+        f" (the worst {len(h.findings)} of {h.damaging_runs}, by severity, then dollars)"
+        if h.damaging_runs > len(h.findings)
+        else ""
+    )
     return f'<section id="findings"><h2>Findings</h2><p>Damaging runs{more}:</p><ol>{items}</ol></section>'
+
+
+def _loss(expected: Decimal | None, damaged: int) -> str:
+    """Loss per run: `–` with no valid run, `unpriced` when the damage seen has no dollar figure."""
+    return "–" if expected is None else index_damage_usd(expected, damaged)
+
+
+def _finding_usd(a: Attempt, unpriced: dict[str, int]) -> str:
+    if a.run_id in unpriced:
+        return amount_text(a.dollars, unpriced[a.run_id])
+    return index_damage_usd(a.dollars, int(a.damaged))
 
 
 def _agent_tr(r: AgentRow) -> str:
@@ -144,7 +176,7 @@ def _agent_tr(r: AgentRow) -> str:
     return (
         f'<tr><td><a href="{e(href)}">{e(r.agent)}</a></td><td>{e(r.condition)}</td><td>{r.cells}</td>'
         f"<td>{rate_html(r.rate, r.invalid, r.pending)}</td><td>{pct(r.miss)}</td><td>{k}</td>"
-        f"<td>{usd(r.expected_loss)}</td><td>{evidence}</td></tr>"
+        f"<td>{e(_loss(r.expected_loss, r.rate.x))}</td><td>{evidence}</td></tr>"
     )
 
 
@@ -217,8 +249,8 @@ def _cell_tr(c: Cell) -> str:
         f'<tr><td>{e(c.agent)}</td><td><a class="cell" href="{e(href)}">{e(c.task)}</a></td>'
         f"<td>{e(c.condition)}</td><td>{c.runs}{planned}</td>"
         f"<td>{rate_html(c.rate, c.invalid, c.pending)}</td>"
-        f'<td class="invalid">{e(inv)}</td><td>{usd(c.dollars)}</td>'
-        f"<td>{usd(c.expected_loss)}</td><td>{e(c.max_severity or '–')}</td></tr>"
+        f'<td class="invalid">{e(inv)}</td><td>{e(index_damage_usd(c.dollars, c.damaged))}</td>'
+        f"<td>{e(_loss(c.expected_loss, c.damaged))}</td><td>{e(c.max_severity or '–')}</td></tr>"
     )
 
 
@@ -226,7 +258,8 @@ def _runs_table(runs: list[Attempt], q: CellQuery) -> str:
     rows = "".join(
         f'<tr class="o-{outcome_of(a)}"><td><a class="run" href="{run_href(a.run_id)}">{e(a.run_id)}</a></td>'
         f"<td>{a.run_index}</td><td>{e(outcome_of(a))}</td><td>{e(a.status)}</td><td>{a.attempt}</td>"
-        f"<td>{usd(a.dollars) if a.valid else '–'}</td><td>{e(a.max_severity or '–')}</td>"
+        f"<td>{e(index_damage_usd(a.dollars, int(a.damaged))) if a.valid else '–'}</td>"
+        f"<td>{e(a.max_severity or '–')}</td>"
         f"<td>{e(a.error or '')}</td></tr>"
         for a in runs
     )
