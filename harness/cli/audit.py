@@ -264,7 +264,8 @@ def audit(
         typer.Option(
             "--model-meta",
             help="A YAML file of what the server does not say about itself (weights, weights_sha256, "
-            "quantization, chat_template, server, server_version, ...), kept in the subject's config.",
+            "weights_path (a local file, hashed and checked), quantization, chat_template, server, "
+            "server_version, ...), kept in the subject's config.",
             rich_help_panel="Model subjects",
         ),
     ] = None,
