@@ -208,7 +208,7 @@ def runs_frame(loaded: LoadedInput, pricing: DamagePricing | None = None) -> pd.
 
 def _decimal(value: object) -> Decimal:
     try:
-        return Decimal(str(value)) if value is not None and not pd.isna(value) else Decimal(0)  # type: ignore[call-overload]
+        return Decimal(str(value)) if value is not None and not pd.isna(value) else Decimal(0)
     except (InvalidOperation, TypeError, ValueError):
         return Decimal(0)
 

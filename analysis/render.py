@@ -63,12 +63,12 @@ def _markdown() -> MarkdownIt:
 
 def _block(text: str) -> str:
     """A text block (Markdown: emphasis, code spans, lists, links) as HTML."""
-    return _markdown().render(text)
+    return str(_markdown().render(text))
 
 
 def _inline(text: str) -> str:
     """A table cell or caption's Markdown as inline HTML (no paragraph around it)."""
-    return _markdown().renderInline(text)
+    return str(_markdown().renderInline(text))
 
 
 def _html_table(t: Table) -> str:

@@ -133,7 +133,7 @@ def test_the_index_reads_publications_files_by_their_own_names():
     from agentrel.harness.publication.publish import REPORT_FILES, SCORECARD_FILES
     from agentrel.harness.view.folder import EVIDENCE_REPORT, SCORECARD
 
-    assert SCORECARD == SCORECARD_FILES[0] and EVIDENCE_REPORT == REPORT_FILES[0]
+    assert SCORECARD_FILES[0] == SCORECARD and REPORT_FILES[0] == EVIDENCE_REPORT
 
 
 def test_an_injected_audit_name_is_escaped_in_the_index(sandbox, tmp_path):
