@@ -1,9 +1,10 @@
 """The view's HTML templates: Jinja2 with autoescape on, so every value a page shows is escaped by the
 template engine rather than by each call site remembering to.
 
-Pages written as templates: the layout every page sits in, the message page, the folder index. The
-others still build their body as escaped f-strings (html.py, run_html.py, search.py) and hand it to the
-layout as `Markup`; moving them here is the remaining work.
+Pages written as templates: the layout every page sits in, the message page, the headline, the cells
+page (with one cell's runs), search results and the folder index. The run page (run_html.py: verdict,
+row-level diff, prompt, transcript, events) still builds its body as f-strings escaped by `html.e` and
+hands it to the layout as `Markup`; moving it here is the remaining work.
 """
 
 from __future__ import annotations
