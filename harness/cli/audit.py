@@ -126,7 +126,12 @@ def audit(
         float, typer.Option("--temperature", help="Sampling temperature.")
     ] = defaults.TEMPERATURE,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the per-cell summary as JSON on standard output.")
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the per-cell summary as JSON on standard output (unpriced_events beside dollars; "
+            "dollars null when all the damage is unpriced).",
+        ),
     ] = False,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
     report: Annotated[
