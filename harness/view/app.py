@@ -83,6 +83,7 @@ class View:
         """Index the directory and load what the first run page needs; run in the background at start."""
         try:
             self.evidence.prewarm(self.snapshot().manifest)
+            self.priced()  # reads the suite's specs once, before a first damaging run is asked for
         except Exception as exc:  # a page asked for later says what is wrong; this is only a head start
             self.notify(f"could not prepare the run pages ahead of time: {type(exc).__name__}: {exc}")
 
@@ -142,7 +143,9 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         except ValueError:
             return _html(message_page("Bad address", "from= must be a row number"), 400)
         ev = view.evidence.run(view.index.line(a), snap.manifest, f"{a.run_id}:{a.lineno}:{a.offset}")
-        return _html(run_page(a, snap.attempts.get(rid, 1), ev, start, view.priced()))
+        # Which rules name a price matters only to a run with damage events (it reads the suite once).
+        priced = view.priced() if a.events else {}
+        return _html(run_page(a, snap.attempts.get(rid, 1), ev, start, priced))
 
     def search_endpoint(request: Request) -> Response:
         from agentrel.harness.results.directory import ResultsDir

@@ -71,8 +71,8 @@ def test_cells_filter_sort_and_list_one_cells_runs(audited):
 
 def test_run_page_shows_each_changed_row_with_the_rule_that_labelled_it(audited):
     with served(audited) as url:
-        r = httpx.get(f"{url}/runs/{DAMAGING}")
-        clean = httpx.get(f"{url}/runs/{CLEAN}")
+        r = httpx.get(f"{url}/runs/{DAMAGING}", timeout=60)
+        clean = httpx.get(f"{url}/runs/{CLEAN}", timeout=60)
     assert r.status_code == 200
     changes = re.findall(r'<div class="change k-(\w+)" data-table="(\w+)" data-key="([^"]*)">', r.text)
     (event,) = damage_events(audited, DAMAGING)  # the row the stored verdict names
@@ -186,7 +186,7 @@ def test_text_from_the_agent_is_escaped(results):
     data["final_message"] = "<script>alert(1)</script>"
     transcript.write_text(json.dumps(data))
     with served(results) as url:
-        r = httpx.get(f"{url}/runs/{rec['run_id']}")
+        r = httpx.get(f"{url}/runs/{rec['run_id']}", timeout=60)
     assert "<script>alert(1)</script>" not in r.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
     assert "does not match the digest in its record" in r.text  # and the edit is noticed
 

@@ -4,6 +4,7 @@ still refused in one line."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -19,6 +20,9 @@ import httpx
 from agentrel.harness.view.app import bind
 from agentrel.harness.view.folder import create_folder_app, reroot
 from tests.browser.support import DAMAGING, small_audit
+
+# A run page's first load reads its dumps: seconds on a loaded machine (2 cores, many suites), not a hang.
+get = functools.partial(httpx.get, timeout=60)
 
 
 @contextmanager
@@ -62,12 +66,12 @@ def test_a_folder_of_audits_is_served_with_an_index(sandbox, tmp_path):
     small_audit(sandbox, folder / "second")
     (folder / "notes").mkdir()  # not an audit: not listed
     with served_folder(folder) as url:
-        index = httpx.get(url + "/")
-        first = httpx.get(url + "/a/first/")
+        index = get(url + "/")
+        first = get(url + "/a/first/")
         run_links = re.findall(r'href="(/a/first/runs/[^"]+)"', first.text)
-        run = httpx.get(url + f"/a/first/runs/{DAMAGING}")
-        script = httpx.get(url + "/a/second/static/view.js")
-        version = httpx.get(url + "/a/second/api/version")
+        run = get(url + f"/a/first/runs/{DAMAGING}")
+        script = get(url + "/a/second/static/view.js")
+        version = get(url + "/a/second/api/version")
     assert index.status_code == 200 and 'href="/a/first/"' in index.text and 'href="/a/second/"' in index.text
     assert "notes" not in index.text and "2 results directories" in index.text
     assert first.status_code == 200 and run_links and 'href="/runs/' not in first.text
@@ -98,12 +102,12 @@ def test_an_audit_created_after_the_server_started_is_served(sandbox, tmp_path):
     folder = tmp_path / "results"
     small_audit(sandbox, folder / "first")
     with served_folder(folder) as url:
-        before = httpx.get(url + "/a/later/")
+        before = get(url + "/a/later/")
         small_audit(sandbox, folder / "later")
-        index = httpx.get(url + "/")
-        later = httpx.get(url + "/a/later/")
-        run = httpx.get(url + f"/a/later/runs/{DAMAGING}")
-        escape = httpx.get(url + "/a/%2E%2E/")
+        index = get(url + "/")
+        later = get(url + "/a/later/")
+        run = get(url + f"/a/later/runs/{DAMAGING}")
+        escape = get(url + "/a/%2E%2E/")
     assert before.status_code == 404 and "no audit &#39;later&#39;" in before.text
     assert 'href="/a/later/"' in index.text
     assert later.status_code == 200 and f'href="/a/later/runs/{DAMAGING}"' in later.text
@@ -115,9 +119,9 @@ def test_the_index_shows_environment_subjects_runs_damaging_invalid_publishable_
     folder = tmp_path / "results"
     small_audit(sandbox, folder / "first")
     with served_folder(folder) as url:
-        html = httpx.get(url + "/").text
+        html = get(url + "/").text
         (folder / "first" / "evidence_report.json").write_text("{}")
-        checked = httpx.get(url + "/").text
+        checked = get(url + "/").text
     head = re.search(r"<thead>(.*?)</thead>", html, re.S)
     assert head and re.findall(r"<th>(.*?)</th>", head.group(1)) == [
         "audit", "environment", "subjects", "runs", "damaging", "invalid", "publishable", "date"
@@ -142,5 +146,5 @@ def test_an_injected_audit_name_is_escaped_in_the_index(sandbox, tmp_path):
     (folder / "<script>x").mkdir()
     (folder / "<script>x" / "manifest.json").write_text('{"agents": [{"name": "<script>alert(1)</script>"}]}')
     with served_folder(folder) as url:
-        html = httpx.get(url + "/").text
+        html = get(url + "/").text
     assert "<script>x" not in html and "&lt;script&gt;x" in html and "<script>alert" not in html
