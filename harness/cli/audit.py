@@ -376,7 +376,9 @@ def audit(
     from agentrel.harness.damage_pricing import damage_pricing
 
     records = outcome.results.records()
-    render_summary(records, as_json, damage_pricing(outcome.results.path).priced)
+    # Only a $0.00 event can lack a price; only then are the specs read (the suite, once).
+    zero = any(Decimal(e.dollars) == 0 for r in records if r.verdict for e in r.verdict.events)
+    render_summary(records, as_json, damage_pricing(outcome.results.path).priced if zero else {})
     if outcome.gate is not None:  # --until: what each cell's rule decided
         out.print(f"{outcome.gate.skipped} planned run(s) left unrun: their cells were already decided")
         if outcome.gate.unfunded:

@@ -143,8 +143,10 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         except ValueError:
             return _html(message_page("Bad address", "from= must be a row number"), 400)
         ev = view.evidence.run(view.index.line(a), snap.manifest, f"{a.run_id}:{a.lineno}:{a.offset}")
-        # Which rules name a price matters only to a run with damage events (it reads the suite once).
-        priced = view.priced() if a.events else {}
+        # Only a $0.00 event can lack a price (a priced rule's amount is its price); only then is the
+        # suite's spec asked, which reads the suite once.
+        events = ev.record.verdict.events if ev.record and ev.record.verdict else []
+        priced = view.priced() if any(Decimal(x.dollars) == 0 for x in events) else {}
         return _html(run_page(a, snap.attempts.get(rid, 1), ev, start, priced))
 
     def search_endpoint(request: Request) -> Response:
@@ -184,29 +186,26 @@ def _finding_rules(view: View, h: Any) -> tuple[dict[str, list[str]], dict[str, 
     """Each finding's damage rules and its events with no price, read from its record line (only the
     findings': a few lines)."""
     import json
-    from decimal import Decimal
 
     from agentrel.analysis.damage_amount import unpriced_events
 
     rules: dict[str, list[str]] = {}
-    unpriced: dict[str, int] = {}
-    priced = view.priced() if h.findings else {}
+    found: dict[str, list[tuple[str, str, Decimal]]] = {}
     for a in h.findings:
         try:
             verdict = json.loads(view.index.line(a)).get("verdict") or {}
             events = [ev for ev in verdict.get("events", []) if isinstance(ev, dict)]
-            names = [str(ev.get("rule", "")) for ev in events]
-            unpriced[a.run_id] = unpriced_events(
-                (
-                    (str(ev.get("spec", "")), str(ev.get("rule", "")), Decimal(str(ev.get("dollars", "0"))))
-                    for ev in events
-                ),
-                priced,
-            )
+            found[a.run_id] = [
+                (str(ev.get("spec", "")), str(ev.get("rule", "")), Decimal(str(ev.get("dollars", "0"))))
+                for ev in events
+            ]
         except (OSError, ValueError, AttributeError, ArithmeticError):
             continue
-        rules[a.run_id] = list(dict.fromkeys(n for n in names if n))
-    return rules, unpriced
+        rules[a.run_id] = list(dict.fromkeys(r for _, r, _ in found[a.run_id] if r))
+    # Only a $0.00 event can lack a price; only then is the suite's spec asked (it reads the suite).
+    zero = any(d == 0 for evs in found.values() for *_, d in evs)
+    priced = view.priced() if zero else {}
+    return rules, {rid: unpriced_events(evs, priced) for rid, evs in found.items()}
 
 
 def parse_query(params: dict[str, str]) -> tuple[CellQuery, str | None]:
