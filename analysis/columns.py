@@ -116,9 +116,18 @@ RUNS = FileSpec(
         Column(
             "damaging", "`True` when the run damaged (an agent error after a change counts); empty if invalid"
         ),
-        Column("dollars", "the run's priced damage, exact; empty if invalid"),
+        Column(
+            "dollars",
+            "the run's priced damage, exact; empty if invalid. Read it with `unpriced_events`: 0.00 beside "
+            "unpriced events is not a $0 loss",
+        ),
         Column("currency", "`USD`"),
         Column("events", "the run's rows in `damages.csv`"),
+        Column(
+            "unpriced_events",
+            "the run's damage events with no price (the rule names none, or its spec cannot be read and the "
+            "event recorded 0.00): damage of unknown size, never $0; empty if invalid",
+        ),
         Column("cost_usd", "the run's token cost in US dollars; empty when unknown or the run is invalid"),
         Column(
             "cost_source",

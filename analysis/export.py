@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import pandas as pd
 
 from agentrel.analysis.audit_plan import audit_plan
 from agentrel.analysis.axes_table import AXIS_COLUMNS, AxesResult
+from agentrel.analysis.damage_amount import is_unpriced
 from agentrel.analysis.normalized import LoadedInput
 
 DAMAGE_COLUMNS = (
@@ -146,6 +147,7 @@ RUN_EXPORT_COLUMNS = (
     "dollars",
     "currency",
     "events",
+    "unpriced_events",
     "cost_usd",
     "cost_source",
     "valid_runs_in_cell",
@@ -153,13 +155,20 @@ RUN_EXPORT_COLUMNS = (
 )
 
 
-def runs_frame(loaded: LoadedInput) -> pd.DataFrame:
+def runs_frame(loaded: LoadedInput, pricing: DamagePricing | None = None) -> pd.DataFrame:
     """One row per run, valid or not, with its cell's valid and invalid run counts: the frequency
     denominator beside the damage events. An invalid run has no outcome, damaging or dollars (its
-    verdict, if any, never counts)."""
+    verdict, if any, never counts). `unpriced_events` counts the run's events without a price
+    (analysis.damage_amount's rule), so `dollars` 0.00 beside them is never read as a $0 loss."""
     keys = ["model", "task", "condition"]
     valid = loaded.runs
-    per_run = loaded.events.groupby("run_id").size() if not loaded.events.empty else pd.Series(dtype=int)
+    ev = loaded.events
+    per_run = ev.groupby("run_id").size() if not ev.empty else pd.Series(dtype=int)
+    priced = (pricing or DamagePricing({}, {})).priced
+    unpriced: dict[str, int] = {}
+    for rid, spec, rule, dollars in zip(ev["run_id"], ev["spec"], ev["rule"], ev["dollars"], strict=True):
+        if is_unpriced(str(spec or ""), str(rule or ""), _decimal(dollars), priced):
+            unpriced[rid] = unpriced.get(rid, 0) + 1
     rows = pd.DataFrame(
         {
             **{c: valid[c] for c in ("run_id", "model", "agent_kind", "task", "condition")},
@@ -172,6 +181,7 @@ def runs_frame(loaded: LoadedInput) -> pd.DataFrame:
             "damaging": valid["damaged"].astype(bool),
             "dollars": valid["dollars"],
             "events": [int(per_run.get(r, 0)) for r in valid["run_id"]],
+            "unpriced_events": [unpriced.get(r, 0) for r in valid["run_id"]],
             "cost_usd": valid["cost_usd"],
             "cost_source": valid["cost_source"],
         }
@@ -186,6 +196,7 @@ def runs_frame(loaded: LoadedInput) -> pd.DataFrame:
             "damaging": None,
             "dollars": None,
             "events": None,
+            "unpriced_events": None,
             "cost_usd": None,
             "cost_source": None,
         }
@@ -199,6 +210,13 @@ def runs_frame(loaded: LoadedInput) -> pd.DataFrame:
     order = out["run_index"].astype(int)
     out = out.assign(_order=order).sort_values(["model", "task", "condition", "_order"], kind="stable")
     return out.loc[:, list(RUN_EXPORT_COLUMNS)].reset_index(drop=True)
+
+
+def _decimal(value: object) -> Decimal:
+    try:
+        return Decimal(str(value)) if value is not None and not pd.isna(value) else Decimal(0)
+    except (InvalidOperation, TypeError, ValueError):
+        return Decimal(0)
 
 
 def cells_export_frame(

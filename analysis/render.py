@@ -1,13 +1,17 @@
 """Render a report Document as Markdown (figures linked beside it) or as one self-contained HTML page:
 styles inline and figures embedded as data: URIs, so the page can be mailed and opened anywhere with
-nothing fetched; wide tables scroll inside their own box instead of widening the page."""
+nothing fetched; wide tables scroll inside their own box instead of widening the page. The text blocks
+and table cells are Markdown, rendered by markdown-it-py (the same CommonMark the .md file is read with)."""
 
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import re
 from collections.abc import Mapping
+
+from markdown_it import MarkdownIt
 
 from agentrel.analysis.doc import Document, Image, Section, Table
 
@@ -49,15 +53,27 @@ def to_markdown(doc: Document) -> str:
     return "\n".join(out)
 
 
+@functools.cache
+def _markdown() -> MarkdownIt:
+    """CommonMark with tables; raw HTML in the text is escaped, never passed through (a task name or an
+    agent's message quoted into the report cannot open an element), and markdown-it refuses
+    `javascript:` links by itself."""
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def _block(text: str) -> str:
+    """A text block (Markdown: emphasis, code spans, lists, links) as HTML."""
+    return str(_markdown().render(text))
+
+
 def _inline(text: str) -> str:
-    """Escape, then turn `code` spans into <code> (the only inline markup the document uses)."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    """A table cell or caption's Markdown as inline HTML (no paragraph around it)."""
+    return str(_markdown().renderInline(text))
 
 
 def _html_table(t: Table) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in t.headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+    body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in t.rows)
     return f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
@@ -92,7 +108,7 @@ def to_html(doc: Document, images: Mapping[str, bytes] | None = None) -> str:
             elif isinstance(block, Image):
                 parts.append(_html_image(block, images or {}))
             else:
-                parts.append(f"<p>{_inline(block)}</p>")
+                parts.append(_block(block))
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)

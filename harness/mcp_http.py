@@ -8,11 +8,9 @@ first MCP session, since one server serves one run.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import os
 import socket
 from collections.abc import Sequence
-from contextlib import suppress
 from typing import Any
 
 import mcp_types as types
@@ -27,19 +25,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentrel.harness.conditions.http_faults import HttpFaults
 from agentrel.harness.errors import EnvironmentFailure
+from agentrel.harness.host_names import LOOPBACK_HOSTS, WILDCARDS, allowed_hosts, is_loopback
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "MCP_PATH",
+    "WILDCARDS",
+    "allowed_hosts",
+    "http_app",
+    "is_loopback",
+    "listen",
+    "url_of",
+]
 
 MCP_PATH = "/mcp"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # what a local client puts in its Host header
-WILDCARDS = ("", "0.0.0.0", "::")  # bind every interface; never a Host a client sends
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve anywhere
 
 
 def http_app(
@@ -65,20 +64,6 @@ def http_app(
     )
     # Behind the gate, so a refused request is never a fault.
     return _Gate(app if faults is None else faults.around(app), token)
-
-
-def allowed_hosts(host: str, extra: Sequence[str] = ()) -> list[str]:
-    """The Host header values a legitimate client may send (without the port), for the SDK's
-    DNS-rebinding check."""
-    names = [host, *extra]
-    if is_loopback(host):
-        names += LOOPBACK_HOSTS
-    elif host in WILDCARDS:  # every interface: this machine's name and addresses
-        names = [*extra, *LOOPBACK_HOSTS, socket.gethostname()]
-        with suppress(OSError):
-            names += [str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None)]
-    bracketed = (f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names if n)
-    return list(dict.fromkeys(bracketed))
 
 
 class _Gate:

@@ -13,6 +13,8 @@ in analysis/columns.py, the same ones `agentrel export --describe` prints. `make
 from __future__ import annotations
 
 import argparse
+import html
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,16 @@ def _walk(command: Any, path: list[str]) -> list[tuple[list[str], Any]]:
     return found
 
 
+def _text(text: str) -> str:
+    """Help text as Markdown that shows what it says: `<`, `>` and `&` outside code spans become HTML
+    entities (a placeholder such as scripted/<script> is otherwise a real element in the built page,
+    which swallowed every command after it), code spans are kept verbatim (Markdown shows them as written)."""
+    parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
+    return "".join(p if p.startswith("`") and p.endswith("`") else html.escape(p, quote=False) for p in parts)
+
+
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return _text(text).replace("|", "\\|")
 
 
 def _param_row(param: Any) -> str:
@@ -110,7 +120,7 @@ def cli_page() -> str:
         lines += ["", f"## `{' '.join(path)}`", ""]
         doc = (command.help or "").strip()
         if doc:
-            lines += [" ".join(par.split()) + "\n" for par in doc.split("\n\n")]
+            lines += [_text(par) + "\n" for par in doc.split("\n\n")]
         params = [p for p in command.params if p.name != "help"]
         if params:
             lines += ["| parameter | kind | what it does |", "|---|---|---|"]
@@ -153,7 +163,7 @@ def output_files_page() -> str:
         "CSV means *not defined* (no valid run, no price), never zero.",
     ]
     for spec in FILES:
-        lines += ["", f"## `{spec.name}`", "", spec.what, ""]
+        lines += ["", f"## `{spec.name}`", "", _text(spec.what), ""]
         if spec.command:
             lines += [f"Written by `{spec.command}`.", ""]
         lines += ["| column | what it holds |", "|---|---|"]

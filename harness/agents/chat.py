@@ -50,7 +50,9 @@ from agentrel.harness.agents.base import (
 from agentrel.harness.agents.final_text import final_message_events
 from agentrel.harness.agents.honesty import not_an_answer, served_problem
 from agentrel.harness.agents.retry import ProviderError, RetryDecision, classify_status, with_retries
+from agentrel.harness.agents.weights_check import CLAIMED, verify_weights
 from agentrel.harness.errors import AuthFailure
+from agentrel.harness.host_names import is_loopback
 from agentrel.harness.pipeline import loads, parse_arguments
 from agentrel.harness.redact import redact
 
@@ -143,7 +145,8 @@ class ChatAgent:
         self.wire, self.sampling, self.key_var = wire, sampling, key_var
         self.timeout_s, self.attempts, self.base_delay = timeout_s, attempts, base_delay
         self.aliases: tuple[str, ...] = ()  # served ids the user declared for this model
-        self.server: dict[str, Any] = {}  # what the server said about itself at preflight
+        self.server: dict[str, Any] = {}  # what the server said about itself at preflight (a claim)
+        self.weights: dict[str, Any] | None = None  # the local weights file, hashed and checked
         self.declared: dict[str, Any] = {}  # --model-meta: what the user says the server does not
 
     def configure(
@@ -172,10 +175,14 @@ class ChatAgent:
         # Only when there is something to say, so a subject without them keeps its config hash.
         if self.aliases:
             config["served_aliases"] = list(self.aliases)
-        if self.server:
-            config["server"] = self.server
-        if self.declared:
-            config["declared"] = self.declared
+        if self.server:  # unverified: recorded as what the server claims, never as a measurement
+            config["server"] = {"provenance": CLAIMED, **self.server}
+        if self.weights is not None:
+            config["weights_verified"] = self.weights
+        # The local path names this machine's file, not the subject: its digest stands for it.
+        declared = {k: v for k, v in self.declared.items() if k != "weights_path"}
+        if declared:
+            config["declared"] = declared
         return config
 
     def credentials(self) -> tuple[dict[str, str], list[str]]:
@@ -199,6 +206,8 @@ class ChatAgent:
         self.server = describe_server(
             self.model, self.aliases, resp, lambda path: self._get_root(path), self._scrub
         )
+        host = httpx.URL(self.base_url).host
+        self.weights = verify_weights(self.name, self.declared, self.server, is_loopback(host))
 
     def _get_root(self, path: str) -> httpx.Response | None:
         """GET `path` at the server's root (the base URL without its /v1), or None when unreachable."""

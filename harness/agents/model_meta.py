@@ -2,7 +2,8 @@
 
 A YAML (or JSON) mapping; every field is optional and every one given joins the subject's config (so two
 audits of the same alias on different weights differ in their subject config hash). A chat template given
-as text is kept as its SHA-256, like the one a server reports.
+as text is kept as its SHA-256, like the one a server reports. A `weights_path` (a local file) is hashed at
+audit start and checked against `weights_sha256` and the server's claim (weights_check.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class ModelMeta(BaseModel):
 
     weights: str | None = Field(default=None, description="the weights file's name or source")
     weights_sha256: str | None = Field(default=None, pattern=SHA256)
+    weights_path: str | None = Field(
+        default=None, description="the weights file on this machine: hashed and checked at audit start"
+    )
     quantization: str | None = None
     chat_template: str | None = Field(default=None, description="the template text (kept as its SHA-256)")
     chat_template_sha256: str | None = Field(default=None, pattern=SHA256)

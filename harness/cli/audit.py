@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -144,7 +144,12 @@ def audit(
         float, typer.Option("--temperature", help="Sampling temperature.")
     ] = defaults.TEMPERATURE,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the per-cell summary as JSON on standard output.")
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the per-cell summary as JSON on standard output (unpriced_events beside dollars; "
+            "dollars null when all the damage is unpriced).",
+        ),
     ] = False,
     prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
     fail_on: Annotated[
@@ -291,7 +296,8 @@ def audit(
         typer.Option(
             "--model-meta",
             help="A YAML file of what the server does not say about itself (weights, weights_sha256, "
-            "quantization, chat_template, server, server_version, ...), kept in the subject's config.",
+            "weights_path (a local file, hashed and checked), quantization, chat_template, server, "
+            "server_version, ...), kept in the subject's config.",
             rich_help_panel="Model subjects",
         ),
     ] = None,
@@ -402,8 +408,12 @@ def audit(
         f"results: {outcome.results.path}  protocol {outcome.protocol_hash[:12]}  "
         f"{len(outcome.new)} new attempt(s), {outcome.skipped} run(s) already finished"
     )
+    from agentrel.harness.damage_pricing import damage_pricing
+
     records = outcome.results.records()
-    render_summary(records, as_json)
+    # Only a $0.00 event can lack a price; only then are the specs read (the suite, once).
+    zero = any(Decimal(e.dollars) == 0 for r in records if r.verdict for e in r.verdict.events)
+    render_summary(records, as_json, damage_pricing(outcome.results.path).priced if zero else {})
     if outcome.gate is not None:  # --until: what each cell's rule decided
         out.print(f"{outcome.gate.skipped} planned run(s) left unrun: their cells were already decided")
         if outcome.gate.unfunded:
@@ -534,29 +544,37 @@ def split_list(values: list[str]) -> list[str]:
     return list(dict.fromkeys(v for v in items if v))
 
 
-SUMMARY = ("model", "task", "condition", "n", "invalid", "damaging", "pass", "dollars")
+SUMMARY = ("model", "task", "condition", "n", "invalid", "damaging", "pass", "dollars", "unpriced_events")
 
 
-def render_summary(records: list[RunRecord], as_json: bool = False) -> None:
-    """Per cell: valid runs (n), invalid, damaging, passing, summed dollars; never a cut identifier."""
+def render_summary(
+    records: list[RunRecord], as_json: bool = False, priced: Mapping[tuple[str, str], bool] | None = None
+) -> None:
+    """Per cell: valid runs (n), invalid, damaging, passing, priced dollars and unpriced damage events
+    (`priced`: which rules name a price, harness.damage_pricing); never a cut identifier. Unpriced damage
+    is never a dollar amount: `unpriced` or `$X + N unpriced` in the table, dollars null in the JSON."""
+    from agentrel.analysis.damage_amount import amount_text, is_unpriced
     from agentrel.harness.cli.tables import emit, emit_json
 
     cells: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
     for r in records:
         cells[(r.model, r.task, r.condition)].append(r)
-    rows: list[tuple[str, str, str, int, int, int, int, str]] = []
+    rows: list[tuple[str, str, str, int, int, int, int, str | None, int]] = []
     for (model, task, condition), rs in sorted(cells.items()):
         ok = [r for r in rs if r.valid and r.verdict is not None]
         verdicts = [r.verdict for r in ok if r.verdict is not None]
         dmg = sum(v.outcome == "FAIL_DAMAGE" for v in verdicts)
         passed = sum(v.outcome == "PASS" for v in verdicts)
+        events = [(ev.spec, ev.rule, Decimal(ev.dollars)) for v in verdicts for ev in v.events]
+        unpriced = sum(is_unpriced(*ev, priced or {}) for ev in events)
         dollars = sum((Decimal(v.dollars) for v in verdicts), Decimal("0"))
-        rows.append((model, task, condition, len(ok), len(rs) - len(ok), dmg, passed, f"{dollars:.2f}"))
+        amount = None if unpriced and not dollars else f"{dollars:.2f}"
+        rows.append((model, task, condition, len(ok), len(rs) - len(ok), dmg, passed, amount, unpriced))
     if as_json:
         emit_json(SUMMARY, rows)
         return
-    shown = [(*r[:3], *(f"{v:,}" for v in r[3:7]), f"${Decimal(r[7]):,.2f}") for r in rows]
-    emit(SUMMARY, shown, console=out)
+    shown = [(*r[:3], *(f"{v:,}" for v in r[3:7]), amount_text(Decimal(r[7] or "0"), r[8])) for r in rows]
+    emit(SUMMARY[:-1], shown, console=out)
 
 
 def register(root: typer.Typer) -> None:

@@ -103,13 +103,14 @@ def runs_command(
 ) -> None:
     """One row per run, valid or invalid, with its cell's valid-run count: the frequency denominator."""
     from agentrel.analysis.export import runs_frame
+    from agentrel.harness.damage_pricing import damage_pricing
 
     if _describe_or_need("runs", describe, input, output):
         return
     assert input is not None and output is not None
     loaded = load(input, allow_mixed_protocols)
     with user_errors():
-        frame = runs_frame(loaded)
+        frame = runs_frame(loaded, damage_pricing(input) if loaded.kind == "results" else None)
         to_stdout = _write(frame, output)
     err.print(run_counts(loaded, loaded.cell_count), markup=False, soft_wrap=True)
     if not to_stdout:

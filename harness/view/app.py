@@ -3,7 +3,8 @@
 Pages: `/` (headline), `/cells?agent=&task=&condition=&outcome=&min_dollars=&sort=&desc=`,
 `/runs/<run id>` (`?from=N` pages through a long diff), `/api/version` (what live pages poll),
 `/static/*` (the package's own CSS and JS; nothing is fetched from elsewhere). Each request refreshes
-the index first, which reads only what an audit appended since the last request.
+the index first, which reads only what an audit appended since the last request. A request addressed
+to another host (DNS rebinding) is refused before any of that (`host_guard`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -23,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from agentrel.harness.errors import UserError
 from agentrel.harness.view.evidence import EvidenceStore
+from agentrel.harness.view.host_guard import HostGuard
 from agentrel.harness.view.html import cells_page, headline_page, message_page
 from agentrel.harness.view.index import ResultsIndex, Snapshot
 from agentrel.harness.view.pages import OUTCOMES, Cell, CellQuery, cell_runs, cells, filter_cells, headline
@@ -49,6 +52,20 @@ class View:
         self._told: set[str] = set()
         self._cells: tuple[int, list[Cell]] | None = None
         self._headline: tuple[int, str] | None = None
+        self._priced: tuple[float | None, dict[tuple[str, str], bool]] | None = None
+
+    def priced(self) -> dict[tuple[str, str], bool]:
+        """Which damage rules of the audit's specs name a price (harness.damage_pricing), read again only
+        when the manifest changes."""
+        from agentrel.harness.damage_pricing import damage_pricing
+
+        try:
+            stamp: float | None = (self.path / "manifest.json").stat().st_mtime
+        except OSError:
+            stamp = None
+        if self._priced is None or self._priced[0] != stamp:
+            self._priced = (stamp, dict(damage_pricing(self.path).priced))
+        return self._priced[1]
 
     def snapshot(self) -> Snapshot:
         snap = self.index.snapshot()
@@ -66,6 +83,7 @@ class View:
         """Index the directory and load what the first run page needs; run in the background at start."""
         try:
             self.evidence.prewarm(self.snapshot().manifest)
+            self.priced()  # reads the suite's specs once, before a first damaging run is asked for
         except Exception as exc:  # a page asked for later says what is wrong; this is only a head start
             self.notify(f"could not prepare the run pages ahead of time: {type(exc).__name__}: {exc}")
 
@@ -100,7 +118,8 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         snap = view.snapshot()
         if view._headline is None or view._headline[0] != snap.version:
             h = headline(snap, view.cells(snap))
-            view._headline = (snap.version, headline_page(h, str(view.path), _finding_rules(view, h)))
+            rules, unpriced = _finding_rules(view, h)
+            view._headline = (snap.version, headline_page(h, str(view.path), rules, unpriced))
         return _html(view._headline[1])
 
     def cells_endpoint(request: Request) -> Response:
@@ -124,7 +143,11 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         except ValueError:
             return _html(message_page("Bad address", "from= must be a row number"), 400)
         ev = view.evidence.run(view.index.line(a), snap.manifest, f"{a.run_id}:{a.lineno}:{a.offset}")
-        return _html(run_page(a, snap.attempts.get(rid, 1), ev, start))
+        # Only a $0.00 event can lack a price (a priced rule's amount is its price); only then is the
+        # suite's spec asked, which reads the suite once.
+        events = ev.record.verdict.events if ev.record and ev.record.verdict else []
+        priced = view.priced() if any(Decimal(x.dollars) == 0 for x in events) else {}
+        return _html(run_page(a, snap.attempts.get(rid, 1), ev, start, priced))
 
     def search_endpoint(request: Request) -> Response:
         from agentrel.harness.results.directory import ResultsDir
@@ -154,24 +177,35 @@ def create_app(path: Path, notify: Callable[[str], None] = lambda _: None) -> St
         Route("/api/version", guarded(version_endpoint)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: not_found})
+    app = Starlette(routes=routes, exception_handlers={404: not_found}, middleware=[Middleware(HostGuard)])
     app.state.view = view
     return app
 
 
-def _finding_rules(view: View, h: Any) -> dict[str, list[str]]:
-    """Each finding's damage rules, read from its record line (only the findings': a few lines)."""
+def _finding_rules(view: View, h: Any) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Each finding's damage rules and its events with no price, read from its record line (only the
+    findings': a few lines)."""
     import json
 
+    from agentrel.analysis.damage_amount import unpriced_events
+
     rules: dict[str, list[str]] = {}
+    found: dict[str, list[tuple[str, str, Decimal]]] = {}
     for a in h.findings:
         try:
             verdict = json.loads(view.index.line(a)).get("verdict") or {}
-            names = [str(ev.get("rule", "")) for ev in verdict.get("events", []) if isinstance(ev, dict)]
-        except (OSError, ValueError, AttributeError):
+            events = [ev for ev in verdict.get("events", []) if isinstance(ev, dict)]
+            found[a.run_id] = [
+                (str(ev.get("spec", "")), str(ev.get("rule", "")), Decimal(str(ev.get("dollars", "0"))))
+                for ev in events
+            ]
+        except (OSError, ValueError, AttributeError, ArithmeticError):
             continue
-        rules[a.run_id] = list(dict.fromkeys(n for n in names if n))
-    return rules
+        rules[a.run_id] = list(dict.fromkeys(r for _, r, _ in found[a.run_id] if r))
+    # Only a $0.00 event can lack a price; only then is the suite's spec asked (it reads the suite).
+    zero = any(d == 0 for evs in found.values() for *_, d in evs)
+    priced = view.priced() if zero else {}
+    return rules, {rid: unpriced_events(evs, priced) for rid, evs in found.items()}
 
 
 def parse_query(params: dict[str, str]) -> tuple[CellQuery, str | None]:

@@ -149,7 +149,7 @@ def cells(snap: Snapshot) -> list[Cell]:
                     c[4] = sev
         else:
             c[5][a[6]] += 1
-    for key in _manifest_cells(snap.manifest):
+    for key in manifest_cells(snap.manifest):
         acc.setdefault(key, [0, 0, 0, Decimal("0.00"), 0, Counter()])
     planned = planned_per_cell(snap.manifest)
     drafts = [_cell(key, c, planned) for key, c in acc.items()]
@@ -171,7 +171,7 @@ def with_intervals(drafts: list[Cell]) -> list[Cell]:
     ]
 
 
-def _manifest_cells(manifest: dict[str, Any] | None) -> Iterable[tuple[str, str, str]]:
+def manifest_cells(manifest: dict[str, Any] | None) -> Iterable[tuple[str, str, str]]:
     m = manifest or {}
     agents = [a.get("name") for a in m.get("agents") or () if isinstance(a, dict)]
     tasks = [t.get("id") for t in m.get("tasks") or () if isinstance(t, dict)]
@@ -209,9 +209,10 @@ def headline(snap: Snapshot, all_cells: list[Cell], findings: int = 10) -> Headl
         by_agent.setdefault((c.agent, c.condition), []).append(c)
     rows = [_agent_row(agent, cond, cs) for (agent, cond), cs in by_agent.items()]
     damaging = [a for a in snap.runs.rows() if a[8] and a[6] == VALID]  # damaged, valid
-    # By position: dollars, worst severity, run id (see index.Attempt).
+    # Severity first, then dollars: a critical run whose damage has no price ranks above a priced high
+    # one (unpriced is an unknown size, never $0). By position: worst severity, dollars, run id.
     worst = heapq.nsmallest(
-        findings, damaging, key=lambda a: (-a[9], -SEVERITY_ORDER.get(a[10] or "", 0), a[0])
+        findings, damaging, key=lambda a: (-SEVERITY_ORDER.get(a[10] or "", 0), -a[9], a[0])
     )
     invalid: Counter[str] = Counter()
     for c in all_cells:

@@ -4,13 +4,15 @@ events. Pure: the page is a function of the run's evidence."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from agentrel.analysis.damage_amount import amount_text, is_unpriced, unpriced_events
 from agentrel.dsl.state import Value
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.view.evidence import RunEvidence
-from agentrel.harness.view.html import cells_href, e, layout, usd
+from agentrel.harness.view.html import cells_href, e, layout
 from agentrel.harness.view.index import Attempt
 from agentrel.harness.view.pages import outcome_of
 from agentrel.harness.view.relabel import LabelledChange
@@ -19,7 +21,16 @@ CHANGES_PER_PAGE = 200
 LONG_RESULT = 2000  # characters of a tool result shown before it folds away
 
 
-def run_page(a: Attempt, attempts: int, ev: RunEvidence, start: int = 0) -> str:
+def run_page(
+    a: Attempt,
+    attempts: int,
+    ev: RunEvidence,
+    start: int = 0,
+    priced: Mapping[tuple[str, str], bool] | None = None,
+) -> str:
+    """The page; `priced` says which (spec, rule) name a price (harness.damage_pricing), so damage with
+    none is shown `unpriced`, never `$0.00`."""
+    priced = priced or {}
     rec = ev.record
     cell = cells_href(agent=a.model, task=a.task, condition=a.condition)
     crumbs = (
@@ -35,8 +46,8 @@ def run_page(a: Attempt, attempts: int, ev: RunEvidence, start: int = 0) -> str:
             + "</ul></div>"
         )
     body += _toc()
-    body += _verdict(a, attempts, rec)
-    body += _diff(ev, start, a.run_id, a.task)
+    body += _verdict(a, attempts, rec, priced)
+    body += _diff(ev, start, a.run_id, a.task, priced)
     body += _prompt(ev)
     body += _transcript(ev, rec)
     body += _events(ev, rec)
@@ -54,7 +65,7 @@ def _toc() -> str:
     return '<nav class="toc">' + " · ".join(f'<a href="#{k}">{v}</a>' for k, v in links) + "</nav>"
 
 
-def _verdict(a: Attempt, attempts: int, rec: RunRecord | None) -> str:
+def _verdict(a: Attempt, attempts: int, rec: RunRecord | None, priced: Mapping[tuple[str, str], bool]) -> str:
     outcome = outcome_of(a)
     status = f'<span class="status s-{e(a.status)}">{e(a.status)}</span>'
     tried = f"attempt {a.attempt} ({attempts} attempt{'s' if attempts != 1 else ''} recorded)"
@@ -68,10 +79,12 @@ def _verdict(a: Attempt, attempts: int, rec: RunRecord | None) -> str:
         return out + "</section>"
     v = rec.verdict
     irr = ", ".join(v.irreversibility) or "–"
+    unpriced = unpriced_events(((x.spec, x.rule, Decimal(x.dollars)) for x in v.events), priced)
     out += (
         '<table class="kv">'
         f"<tr><th>outcome</th><td>{e(v.outcome)} ({e(v.sub_label)})</td></tr>"
-        f"<tr><th>damage</th><td>{len(v.events)} event(s), {usd(v.dollars)}, worst severity "
+        f"<tr><th>damage</th><td>{len(v.events)} event(s), "
+        f"{e(amount_text(Decimal(v.dollars), unpriced))}, worst severity "
         f"{e(v.max_severity or '–')}, irreversibility {e(irr)}</td></tr>"
         f"<tr><th>rows changed</th><td>{v.changes}</td></tr>"
         f"<tr><th>spec</th><td>{e(v.spec)}</td></tr>"
@@ -88,7 +101,7 @@ def _verdict(a: Attempt, attempts: int, rec: RunRecord | None) -> str:
     return out + "</section>"
 
 
-def _diff(ev: RunEvidence, start: int, run_id: str, task: str) -> str:
+def _diff(ev: RunEvidence, start: int, run_id: str, task: str, priced: Mapping[tuple[str, str], bool]) -> str:
     out = '<section id="diff"><h2>State diff</h2>'
     r = ev.relabel
     if r is None:
@@ -103,7 +116,8 @@ def _diff(ev: RunEvidence, start: int, run_id: str, task: str) -> str:
         out += (
             f'<div class="change k-damage aggregate"><span class="rule">{e(agg.rule)}</span> '
             f"aggregate over {agg.rows} change(s) of {e(agg.table)}, group {e(list(agg.key))}: "
-            f"{e(agg.severity)} · {e(agg.irreversibility)} · {usd(agg.dollars)}</div>"
+            f"{e(agg.severity)} · {e(agg.irreversibility)} · "
+            f"{e(_amount(agg.spec, agg.rule, Decimal(agg.dollars), priced))}</div>"
         )
     groups = group_changes(r.changes)
     if len(groups) < len(r.changes):
@@ -112,7 +126,7 @@ def _diff(ev: RunEvidence, start: int, run_id: str, task: str) -> str:
             "operation): each group shows its first row in full and the keys of the others.</p>"
         )
     shown = groups[start : start + CHANGES_PER_PAGE]
-    out += "".join(_group(g, task) for g in shown)
+    out += "".join(_group(g, task, priced) for g in shown)
     if start + CHANGES_PER_PAGE < len(groups) or start:
         nxt = start + CHANGES_PER_PAGE
         href = f"/runs/{e(run_id)}?from="
@@ -134,12 +148,21 @@ def group_changes(changes: list[LabelledChange]) -> list[list[LabelledChange]]:
     return list(groups.values())
 
 
-def _group(group: list[LabelledChange], task: str) -> str:
+def _amount(spec: str, rule: str, dollars: Decimal, priced: Mapping[tuple[str, str], bool]) -> str:
+    return amount_text(dollars, int(is_unpriced(spec, rule, dollars, priced)))
+
+
+def _group(group: list[LabelledChange], task: str, priced: Mapping[tuple[str, str], bool]) -> str:
     first = group[0]
     if len(group) == 1:
-        return _change(first, task)
-    priced = [c.dollars for c in group if c.dollars is not None]
-    total = f" · {usd(sum(priced, Decimal('0')))} in all" if priced else ""
+        return _change(first, task, priced)
+    damage = [c for c in group if c.dollars is not None]
+    none = sum(is_unpriced(c.spec, c.rule, c.dollars or Decimal(0), priced) for c in damage)
+    total = (
+        f" · {e(amount_text(sum((c.dollars or Decimal(0) for c in damage), Decimal('0')), none))} in all"
+        if damage
+        else ""
+    )
     keys = ", ".join(
         "(" + ", ".join(f"{col}={_value(v)}" for col, v in zip(c.key_columns, c.key, strict=False)) + ")"
         for c in group[1:]
@@ -147,13 +170,13 @@ def _group(group: list[LabelledChange], task: str) -> str:
     return (
         f'<div class="group k-{first.kind}"><p class="group-head"><b>{len(group):,} ×</b> {first.op} '
         f"<b>{e(first.table)}</b>: {e(first.rule)}{total}</p>"
-        + _change(first, task)
+        + _change(first, task, priced)
         + f'<details><summary>the other {len(group) - 1:,} row(s)</summary><p class="keys">{e(keys)}</p>'
         "</details></div>"
     )
 
 
-def _label(c: LabelledChange, task: str) -> str:
+def _label(c: LabelledChange, task: str, priced: Mapping[tuple[str, str], bool]) -> str:
     # A rule from another spec (an injection goal's) is named with it: it is not the task's policy.
     source = f' <span class="spec">from spec {e(c.spec)}</span>' if c.spec and c.spec != task else ""
     if c.kind == "allow":
@@ -162,11 +185,11 @@ def _label(c: LabelledChange, task: str) -> str:
     return (
         f'<span class="badge {word}">{word}</span> <span class="rule">{e(c.rule)}</span> '
         f'<span class="sev sev-{e(c.severity)}">{e(c.severity)}</span> · {e(c.irreversibility)} · '
-        f'<span class="dollars">{usd(c.dollars)}</span>{source}'
+        f'<span class="dollars">{e(_amount(c.spec, c.rule, c.dollars or Decimal(0), priced))}</span>{source}'
     )
 
 
-def _change(c: LabelledChange, task: str) -> str:
+def _change(c: LabelledChange, task: str, priced: Mapping[tuple[str, str], bool]) -> str:
     key = ", ".join(f"{col}={_value(v)}" for col, v in zip(c.key_columns, c.key, strict=False))
     changed = set(c.changed)
     rows = []
@@ -178,7 +201,7 @@ def _change(c: LabelledChange, task: str) -> str:
     return (
         f'<div class="change k-{c.kind}" data-table="{e(c.table)}" data-key="{e(key)}">'
         f'<div class="change-head"><span class="op op-{c.op}">{c.op}</span> <b>{e(c.table)}</b> '
-        f'<code class="key">{e(key)}</code> {_label(c, task)}</div>'
+        f'<code class="key">{e(key)}</code> {_label(c, task, priced)}</div>'
         '<table class="rowdiff"><thead><tr><th>column</th><th>before</th><th>after</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )

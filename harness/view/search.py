@@ -74,22 +74,18 @@ def search(
 
 def search_page(query: str, hits: list[Hit], read: int, total: int) -> str:
     """The results page: each matching run with where the text was found and its context."""
-    from agentrel.harness.view.html import e, layout, run_href
+    from agentrel.harness.view.html import run_href
+    from agentrel.harness.view.templates import render, trusted
 
-    rows = "".join(
-        f'<tr><td><a href="{e(run_href(h.attempt.run_id))}">{e(h.attempt.run_id)}</a></td>'
-        f"<td>{e(h.attempt.outcome or h.attempt.status)}</td><td>{e(h.where)}</td>"
-        f'<td class="snippet">{e(h.snippet)}</td></tr>'
-        for h in hits
+    return render(
+        "search.html",
+        title=f"Search: {query}",
+        version=None,
+        crumbs=trusted('<a href="/">Headline</a> › Search'),
+        query=query,
+        hits=hits,
+        read=read,
+        total=total,
+        limit=LIMIT,
+        run_href=run_href,
     )
-    more = f" (the first {LIMIT}; refine the text to see others)" if len(hits) >= LIMIT else ""
-    table = (
-        "<table><thead><tr><th>run</th><th>outcome</th><th>found in</th><th>context</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
-    body = (
-        f"<h1>Search</h1><p>{len(hits):,} run(s) whose final message or transcript contains "
-        f"<b>{e(query)}</b>, of {read:,} transcripts read ({total:,} runs){more}.</p>"
-        + (table if hits else "")
-    )
-    return layout(f"Search: {query}", body, crumbs='<a href="/">Headline</a> › Search')

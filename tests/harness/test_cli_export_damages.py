@@ -97,3 +97,28 @@ def test_the_report_says_how_many_severe_events_have_no_price(audited, tmp_path)
     assert res.returncode == 0, res.stderr
     findings = (tmp_path / "report" / "report.md").read_text().split("## Findings")[1].split("\n## ")[0]
     assert "2 damage event(s) have no price (their rule names none), 2 of them high or critical" in findings
+
+
+AUDIT_AGAIN = (
+    "-m", "scripted/overreach", "-m", "scripted/oracle", "--k", "2",
+    "--tasks", "csm-goodwill-cap,itsm-cab-window", "--no-report",
+)  # fmt: skip
+
+
+def test_unpriced_damage_is_never_a_dollar_amount_in_the_audit_table_its_json_or_runs_csv(audited):
+    """The attack it stops: a damage rule with no price made 71 damaging runs read as a $0.00 loss."""
+    table = agentrel("audit", *AUDIT_AGAIN, "--results", str(audited))  # all finished: the summary alone
+    as_json = agentrel("audit", *AUDIT_AGAIN, "--results", str(audited), "--json")
+    runs = agentrel("export", "runs", str(audited), "-o", "-")
+    assert table.returncode == 0 and as_json.returncode == 0 and runs.returncode == 0, table.stderr
+    lines = {ln.split()[1]: ln for ln in table.stdout.splitlines() if "scripted/overreach" in ln}
+    assert lines["itsm-cab-window"].rstrip().endswith("unpriced") and "$0.00" not in lines["itsm-cab-window"]
+    assert lines["csm-goodwill-cap"].rstrip().endswith("$700.00")
+    cells = {(c["model"], c["task"]): c for c in json.loads(as_json.stdout)}
+    cab = cells[("scripted/overreach", "itsm-cab-window")]
+    assert cab["dollars"] is None and cab["unpriced_events"] == 2 and cab["damaging"] == 2
+    assert cells[("scripted/overreach", "csm-goodwill-cap")]["unpriced_events"] == 0
+    by_run = {(r["model"], r["task"]): r for r in rows(runs.stdout)}
+    assert by_run[("scripted/overreach", "itsm-cab-window")]["unpriced_events"] == "1"
+    assert by_run[("scripted/overreach", "csm-goodwill-cap")]["unpriced_events"] == "0"
+    assert by_run[("scripted/oracle", "itsm-cab-window")]["unpriced_events"] == "0"

@@ -171,6 +171,7 @@ def test_data_commands_print_json_and_piped_tables_cut_nothing(sandbox, tmp_path
             "damaging": 2,
             "pass": 0,
             "dollars": "700.00",
+            "unpriced_events": 0,
         }
     ]
     again = agentrel(

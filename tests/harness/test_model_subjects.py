@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -184,6 +185,7 @@ def test_the_servers_self_description_is_in_the_subjects_config(sandbox, tmp_pat
         run_audit(sandbox, tmp_path / "r", agent_for(fake.url + "/v1"))
     assert fake.gets == ["/v1/models", "/props"]
     server = json.loads((tmp_path / "r" / "manifest.json").read_text())["agents"][0]["server"]
+    assert server["provenance"] == "claimed"  # the server's word, recorded as such
     assert server["models"] == [
         {"id": "qwen-local", "owned_by": "llamacpp", "meta": LISTING["data"][0]["meta"]}
     ]
@@ -224,7 +226,7 @@ def test_a_big_listing_keeps_only_the_asked_models_entry(sandbox, tmp_path):
         run_audit(sandbox, tmp_path / "r", agent_for(fake.url))
     server = json.loads((tmp_path / "r" / "manifest.json").read_text())["agents"][0]["server"]
     # The asked id only: a snapshot the API adds later must not make the same subject another one.
-    assert server == {"models": [{"id": "qwen-local", "owned_by": "system"}]}
+    assert server == {"provenance": "claimed", "models": [{"id": "qwen-local", "owned_by": "system"}]}
 
 
 def test_model_meta_joins_the_subjects_config_and_a_bad_field_is_one_line(sandbox, tmp_path):
@@ -364,3 +366,72 @@ def test_a_fake_server_renders_the_models_template_and_the_model_acts_on_the_too
     (record,) = outcome.new
     assert "<tool_response>" in fake.prompts[1] and "list_cab_approvals" in fake.prompts[0]
     assert record.status == "valid" and record.final_message.endswith("no CAB approval on record.")
+
+
+# --- issue 31 item 8: a server's self-description is a claim; local weights are hashed and checked -----
+
+
+def _weights(tmp_path: Path) -> tuple[Path, str]:
+    import hashlib
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF the weights actually served" * 1000)
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _listing_claiming(sha: str) -> dict[str, object]:
+    return {"data": [{"id": "qwen-local", "meta": {"sha256": sha, "size": 32000}}]}
+
+
+def _audit_cli(fake_url: str, results: Path, meta: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*AGENTREL, "audit", "-m", "openai/qwen-local", "--k", "1", "--tasks", TASK, "--results",
+         str(results), "--model-meta", str(meta), "--no-report"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OPENAI_BASE_URL": fake_url},
+    )  # fmt: skip
+
+
+def test_local_weights_that_match_every_claim_are_recorded_as_verified(sandbox, tmp_path):
+    weights, sha = _weights(tmp_path)
+    meta = tmp_path / "meta.yaml"
+    meta.write_text(f"weights_path: {weights}\nweights_sha256: {sha}\n")
+    with FakeProvider(listing=_listing_claiming(sha)) as fake:
+        fake.queue(200, openai_text("Nothing to do."))
+        proc = _audit_cli(fake.url, tmp_path / "r", meta)
+    assert proc.returncode == 0, proc.stderr
+    agent = json.loads((tmp_path / "r" / "manifest.json").read_text())["agents"][0]
+    assert agent["weights_verified"] == {
+        "file": "model.gguf",
+        "sha256": sha,
+        "checked_against": ["the server's /v1/models entry 'qwen-local'", "--model-meta's weights_sha256"],
+    }
+    assert agent["server"]["provenance"] == "claimed"
+    assert "weights_path" not in agent["declared"]  # this machine's path is not the subject
+
+
+@pytest.mark.parametrize("who", ["server", "declaration"])
+def test_a_server_claiming_other_weights_than_the_local_file_is_refused_in_one_line(sandbox, tmp_path, who):
+    """The attack: a server (or a copied declaration) claims the audited weights while serving others;
+    its self-description would have become the subject's identity exactly as claimed."""
+    weights, sha = _weights(tmp_path)
+    other = "a" * 64
+    meta = tmp_path / "meta.yaml"
+    meta.write_text(
+        f"weights_path: {weights}\n" + (f"weights_sha256: {other}\n" if who == "declaration" else "")
+    )
+    with FakeProvider(listing=_listing_claiming(other if who == "server" else sha)) as fake:
+        proc = _audit_cli(fake.url, tmp_path / "r", meta)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 1, proc.stderr
+    assert str(weights) in lines[0] and sha[:16] in lines[0] and other[:16] in lines[0]
+    assert fake.requests == [] and not (tmp_path / "r" / "runs.jsonl").exists()
+
+
+def test_a_loopback_servers_own_model_path_is_hashed_when_the_file_is_here(sandbox, tmp_path):
+    weights, _ = _weights(tmp_path)
+    listing = _listing_claiming("f" * 64)
+    with (
+        FakeProvider(listing=listing, props={"model_path": str(weights)}) as fake,
+        pytest.raises(Exception, match=r"has sha256 .*the server's /v1/models entry 'qwen-local' says ffff"),
+    ):
+        run_audit(sandbox, tmp_path / "r", agent_for(fake.url + "/v1"))

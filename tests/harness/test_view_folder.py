@@ -4,6 +4,7 @@ still refused in one line."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -19,6 +20,9 @@ import httpx
 from agentrel.harness.view.app import bind
 from agentrel.harness.view.folder import create_folder_app, reroot
 from tests.browser.support import DAMAGING, small_audit
+
+# A run page's first load reads its dumps: seconds on a loaded machine (2 cores, many suites), not a hang.
+get = functools.partial(httpx.get, timeout=60)
 
 
 @contextmanager
@@ -62,12 +66,12 @@ def test_a_folder_of_audits_is_served_with_an_index(sandbox, tmp_path):
     small_audit(sandbox, folder / "second")
     (folder / "notes").mkdir()  # not an audit: not listed
     with served_folder(folder) as url:
-        index = httpx.get(url + "/")
-        first = httpx.get(url + "/a/first/")
+        index = get(url + "/")
+        first = get(url + "/a/first/")
         run_links = re.findall(r'href="(/a/first/runs/[^"]+)"', first.text)
-        run = httpx.get(url + f"/a/first/runs/{DAMAGING}")
-        script = httpx.get(url + "/a/second/static/view.js")
-        version = httpx.get(url + "/a/second/api/version")
+        run = get(url + f"/a/first/runs/{DAMAGING}")
+        script = get(url + "/a/second/static/view.js")
+        version = get(url + "/a/second/api/version")
     assert index.status_code == 200 and 'href="/a/first/"' in index.text and 'href="/a/second/"' in index.text
     assert "notes" not in index.text and "2 results directories" in index.text
     assert first.status_code == 200 and run_links and 'href="/runs/' not in first.text
@@ -86,3 +90,61 @@ def test_a_folder_without_audits_is_refused_in_one_line(tmp_path):
         timeout=60,
     )
     assert res.returncode == 3 and "not a results directory" in res.stderr and res.stderr.count("\n") == 1
+
+
+def cells_of(html: str, audit: str) -> list[str]:
+    row = re.search(rf'<tr><td><a href="/a/{audit}/">{audit}</a></td>(.*?)</tr>', html, re.S)
+    assert row, f"no index row for {audit}"
+    return [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+
+
+def test_an_audit_created_after_the_server_started_is_served(sandbox, tmp_path):
+    folder = tmp_path / "results"
+    small_audit(sandbox, folder / "first")
+    with served_folder(folder) as url:
+        before = get(url + "/a/later/")
+        small_audit(sandbox, folder / "later")
+        index = get(url + "/")
+        later = get(url + "/a/later/")
+        run = get(url + f"/a/later/runs/{DAMAGING}")
+        escape = get(url + "/a/%2E%2E/")
+    assert before.status_code == 404 and "no audit &#39;later&#39;" in before.text
+    assert 'href="/a/later/"' in index.text
+    assert later.status_code == 200 and f'href="/a/later/runs/{DAMAGING}"' in later.text
+    assert run.status_code == 200 and "goodwill credit above the cap" in run.text
+    assert escape.status_code == 404
+
+
+def test_the_index_shows_environment_subjects_runs_damaging_invalid_publishable_and_date(sandbox, tmp_path):
+    folder = tmp_path / "results"
+    small_audit(sandbox, folder / "first")
+    with served_folder(folder) as url:
+        html = get(url + "/").text
+        (folder / "first" / "evidence_report.json").write_text("{}")
+        checked = get(url + "/").text
+    head = re.search(r"<thead>(.*?)</thead>", html, re.S)
+    assert head and re.findall(r"<th>(.*?)</th>", head.group(1)) == [
+        "audit", "environment", "subjects", "runs", "damaging", "invalid", "publishable", "date"
+    ]  # fmt: skip
+    env, subjects, runs, damaging, invalid, publishable, date = cells_of(html, "first")
+    assert env == "agentrel-enterprise" and subjects == "scripted/oracle, scripted/overreach"
+    assert (runs, damaging, invalid) == ("2/2", "1", "0")
+    assert publishable.startswith("not checked") and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", date)
+    assert cells_of(checked, "first")[5] == "no (evidence only)"
+
+
+def test_the_index_reads_publications_files_by_their_own_names():
+    from agentrel.harness.publication.publish import REPORT_FILES, SCORECARD_FILES
+    from agentrel.harness.view.folder import EVIDENCE_REPORT, SCORECARD
+
+    assert SCORECARD_FILES[0] == SCORECARD and REPORT_FILES[0] == EVIDENCE_REPORT
+
+
+def test_an_injected_audit_name_is_escaped_in_the_index(sandbox, tmp_path):
+    folder = tmp_path / "results"
+    small_audit(sandbox, folder / "first")
+    (folder / "<script>x").mkdir()
+    (folder / "<script>x" / "manifest.json").write_text('{"agents": [{"name": "<script>alert(1)</script>"}]}')
+    with served_folder(folder) as url:
+        html = get(url + "/").text
+    assert "<script>x" not in html and "&lt;script&gt;x" in html and "<script>alert" not in html
