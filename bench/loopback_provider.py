@@ -9,7 +9,8 @@ run's seed and the call's ordinal), so the same audit waits the same on every be
 
     python bench/loopback_provider.py --plans plans.json --latency 2 --jitter 0.25 --model loopback
 
-prints `port=<n>` once it listens on 127.0.0.1, then serves until killed. GET /v1/models lists the model;
+prints `port=<n>` once it listens on 127.0.0.1 (or `--host`: the Ray cluster test serves its hosts from
+an address private to its network namespaces), then serves until killed. GET /v1/models lists the model;
 GET /stats says how many requests it answered and the most it held at once (`peak_in_flight`).
 A plain asyncio HTTP/1.1 server with keep-alive: 128 clients waiting cost it no thread and little CPU.
 """
@@ -132,8 +133,8 @@ class LoopbackProvider:
             self.answered += 1
 
 
-async def serve(provider: LoopbackProvider) -> None:
-    server = await asyncio.start_server(provider.handle, "127.0.0.1", 0, backlog=1024)
+async def serve(provider: LoopbackProvider, host: str = "127.0.0.1") -> None:
+    server = await asyncio.start_server(provider.handle, host, 0, backlog=1024)
     port = server.sockets[0].getsockname()[1]
     print(f"port={port}", flush=True)
     async with server:
@@ -146,10 +147,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="loopback")
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per model call (mean)")
     parser.add_argument("--jitter", type=float, default=0.0, help="uniform +/- seconds around it")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     args = parser.parse_args(argv)
     plans = json.loads(args.plans.read_text())
     try:
-        asyncio.run(serve(LoopbackProvider(plans, args.model, args.latency, args.jitter)))
+        asyncio.run(serve(LoopbackProvider(plans, args.model, args.latency, args.jitter), args.host))
     except KeyboardInterrupt:
         sys.exit(0)
 
