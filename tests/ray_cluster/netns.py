@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,9 @@ class Host:
     def popen(self, argv: Sequence[str], env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen:
         return subprocess.Popen(["ip", "netns", "exec", self.name, *argv], env=env, **kw)
 
-    def run(self, argv: Sequence[str], env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess:
+    def run(
+        self, argv: Sequence[str], env: dict[str, str] | None = None, **kw: Any
+    ) -> subprocess.CompletedProcess:
         return subprocess.run(["ip", "netns", "exec", self.name, *argv], env=env, **kw)
 
     def pids(self) -> list[int]:
@@ -86,7 +88,20 @@ def network(names: Sequence[str]) -> Iterator[Network]:
             ip("netns", "add", host.name)
             made.append(host.name)
             port = f"p{i}"
-            ip("-n", host.name, "link", "add", "eth0", "type", "veth", "peer", "name", port, "netns", net.switch)
+            ip(
+                "-n",
+                host.name,
+                "link",
+                "add",
+                "eth0",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                port,
+                "netns",
+                net.switch,
+            )
             ip("-n", net.switch, "link", "set", port, "master", "br0", "up")
             ip("-n", host.name, "addr", "add", f"{host.address}/24", "dev", "eth0")
             ip("-n", host.name, "link", "set", "lo", "up")
@@ -96,10 +111,8 @@ def network(names: Sequence[str]) -> Iterator[Network]:
         yield net
     finally:
         for host in net.hosts:
-            try:
+            with suppress(RuntimeError):
                 host.kill()
-            except RuntimeError:
-                pass
         for name in reversed(made):
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
