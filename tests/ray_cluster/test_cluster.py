@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.results.record import RunRecord
 from tests.ray_cluster.netns import Host, leftovers, network
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,11 +179,15 @@ def decided(path: Path) -> dict[str, tuple[str, str | None]]:
     return out
 
 
+def every_attempt(path: Path) -> list[RunRecord]:
+    return [r for recs in ResultsDir(path).attempts().values() for r in recs]
+
+
 def check_exactly_once(path: Path, planned: int) -> dict[str, int]:
     """Every planned run recorded, each attempt once, numbered 1..n, the last one decisive and valid,
     its dump in the driver's results; returns the counts the line reports."""
     rd = ResultsDir(path)
-    records = rd.records()
+    records = every_attempt(path)
     keys = [(r.run_id, r.attempt) for r in records]
     duplicated = len(keys) - len(set(keys))
     attempts = rd.attempts()
@@ -235,7 +240,7 @@ def test_losing_a_worker_node_mid_audit_loses_no_run(ray_cluster: Cluster, tmp_p
     counts = check_exactly_once(results, planned)
     assert counts["lost"] == 0 and counts["duplicated"] == 0
     assert counts["retried"] > 0, f"the attempts in flight on {victim.name} are kept: {err[-2000:]}"
-    lost = [r for r in ResultsDir(results).records() if r.status == "harness_invalid"]
+    lost = [r for r in every_attempt(results) if r.status == "harness_invalid"]
     assert lost and all(r.error and "died mid-run" in r.error.message for r in lost)
     assert decided(results) == decided(local), "verdicts and dumps equal the local executor's"
     slots = [json.loads(line) for line in (results / "execution_slots.jsonl").read_text().splitlines()]
@@ -263,10 +268,10 @@ def test_killing_the_driver_and_resuming_loses_nothing(ray_cluster: Cluster, tmp
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     watch.stop()
-    before = {(r.run_id, r.attempt): r.model_dump_json() for r in ResultsDir(results).records()}
+    before = {(r.run_id, r.attempt): r.model_dump_json() for r in every_attempt(results)}
     assert 0 < len(before) < planned, "the kill lands mid-audit"
     finish(drive(ray_cluster, args))
-    after = {(r.run_id, r.attempt): r.model_dump_json() for r in ResultsDir(results).records()}
+    after = {(r.run_id, r.attempt): r.model_dump_json() for r in every_attempt(results)}
     assert before.items() <= after.items(), "every record written before the kill is kept as it was"
     counts = check_exactly_once(results, planned)
     assert counts["lost"] == 0 and counts["duplicated"] == 0
