@@ -49,6 +49,7 @@ import psycopg  # noqa: E402
 
 from agentrel.harness.agents.chat import request_seed  # noqa: E402
 from agentrel.harness.audit import audit  # noqa: E402
+from agentrel.harness.executors.capacity import size_server  # noqa: E402
 from agentrel.harness.matrix import expand  # noqa: E402
 from agentrel.harness.tasks import load_suite  # noqa: E402
 from agentrel.sandbox.sandbox import Sandbox  # noqa: E402
@@ -157,9 +158,9 @@ def main() -> None:
         os.environ["OPENAI_BASE_URL"] = base_url
         os.environ.pop("OPENAI_API_KEY", None)
         admin = sb.server.conninfo("postgres")
-        with psycopg.connect(admin, autocommit=True) as conn:
-            row = conn.execute("SHOW max_connections").fetchone()
-        max_conns = int(row[0]) if row else 0
+        # Sized for the largest level before the sampler opens its session: a private cluster is not
+        # restarted under an open session (the audit would say so and carry on unsized).
+        max_conns = size_server(sb.server, max(levels), lambda m: print(f"  {m}", file=sys.stderr))
         results: list[Level] = []
         warm: int | None = None  # resident memory once the first level has warmed every cache
         try:
