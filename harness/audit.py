@@ -22,7 +22,8 @@ from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from agentrel.harness.conditions.model import resolve_condition
 from agentrel.harness.episode import prepare
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
-from agentrel.harness.executors import ExecutorFactory, local_executor
+from agentrel.harness.executors import ExecutorFactory, LocalExecutor, local_executor
+from agentrel.harness.executors.capacity import size_server
 from agentrel.harness.faults.schedule import load_schedule, resolve
 from agentrel.harness.manifest import build_manifest, write_or_check
 from agentrel.harness.matrix import ORDERS, Order, expand
@@ -276,6 +277,8 @@ def audit(
             new: list[RunRecord] = []
             if pending:
                 slots = executor(recipe, ctx, concurrency)
+                if isinstance(slots, LocalExecutor):  # a Ray slot sizes its own sandbox (executors/slot.py)
+                    size_server(sandbox.server, slots.slots, say)
                 try:
                     new = asyncio.run(
                         until_terminated(run_matrix(slots, rd, bases, pending, max_attempts, progress, gate))

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from scipy import stats
@@ -51,8 +52,14 @@ class PowerError(ValueError):
     """Inputs no design can satisfy, or out of range; one line saying what to change."""
 
 
+# The standard normal from the standard library: the same quantiles and probabilities as scipy.stats.norm
+# to within 2e-15, at ~4 µs a call rather than scipy's ~100 (analyze computes the power of every paired
+# comparison of every task: 18,000 calls at 100,000 runs).
+_NORMAL = NormalDist()
+
+
 def _z(q: float) -> float:
-    return float(stats.norm.ppf(q))
+    return _NORMAL.inv_cdf(q)
 
 
 def _check(p1: float, p2: float, alpha: float, power: float) -> None:
@@ -88,7 +95,7 @@ def mcnemar_power(
     delta = p1 - p2
     psi = independent_discordance(p1, p2) if discordant is None else discordant
     z = (abs(delta) * math.sqrt(n) - _z(1.0 - alpha / 2.0) * math.sqrt(psi)) / math.sqrt(psi - delta**2)
-    return float(stats.norm.cdf(z))
+    return _NORMAL.cdf(z)
 
 
 def discordant_shares(p1: float, p2: float, discordant: float | None = None) -> tuple[float, float]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -414,7 +415,23 @@ def required_k_command(
         _print_single(p, x, n, miss, conservative, confidence, as_json, cost_per_run)
 
 
+def _collector_paused(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with the cyclic garbage collector held: the `agentrel analyze` process builds hundreds of
+    thousands of acyclic objects that all survive (records, rows, frames), and each collection would only
+    re-scan them: at 100,000 runs that was more than half of reading the records (bench/analysis_scale.py).
+    Only the command's own process: the library (`agentrel.analyze`) never pauses a caller's collector."""
+
+    @functools.wraps(command)
+    def paused(*args: Any, **kwargs: Any) -> None:
+        from agentrel.harness.gc_paused import collector_paused
+
+        with collector_paused():
+            command(*args, **kwargs)
+
+    return paused
+
+
 def register(app: typer.Typer) -> None:
     """Add `analyze` and `required-k` to the root app."""
-    app.command("analyze")(analyze_command)
+    app.command("analyze")(_collector_paused(analyze_command))
     app.command("required-k")(required_k_command)

@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -15,6 +17,8 @@ from pydantic import BaseModel
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.recipe import RunRecipe
 from agentrel.harness.runner import Attempt, RunContext, execute
+
+MAX_THREADS = 256  # past this, more slots share threads: their work is milliseconds between waits
 
 
 class Executor(Protocol):
@@ -42,7 +46,7 @@ class LocalExecutor:
         self.slots = slots
 
     async def start(self) -> None:
-        pass
+        size_thread_pool(self.slots)
 
     async def attempt(self, plan: RunPlan, attempt: int) -> Attempt:
         return await execute(self.ctx, plan, attempt)
@@ -52,6 +56,17 @@ class LocalExecutor:
 
     def facts(self) -> Sequence[BaseModel]:
         return []
+
+
+def size_thread_pool(slots: int) -> None:
+    """Give this event loop's default executor a thread per slot. Every run's clone, tool calls, dump,
+    label and record go through `asyncio.to_thread`, and asyncio's default pool has min(32, CPUs + 4)
+    threads (6 on 2 cores): at 128 runs in flight a tool call that waits a few ms on Postgres queued
+    behind dozens of others, and the model's wait no longer hid the harness's (bench/model_bound.py)."""
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(
+        ThreadPoolExecutor(max_workers=min(MAX_THREADS, slots + 4), thread_name_prefix="agentrel-run")
+    )
 
 
 def local_executor(recipe: RunRecipe, ctx: RunContext, slots: int) -> Executor:

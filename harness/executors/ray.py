@@ -164,6 +164,7 @@ class RayExecutor:
             templates={tid: p.template.digest for tid, p in self.ctx.prepared.items()},
             setup=self.setup,
             receipts=str(self.ctx.receipts) if self.ctx.receipts else None,
+            concurrency=self.concurrency,
         )
         actor = self._actor_cls.remote(spec)
         slot.actor = actor

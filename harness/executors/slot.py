@@ -23,6 +23,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentrel.harness.errors import EnvironmentFailure
+from agentrel.harness.executors import size_thread_pool
+from agentrel.harness.executors.capacity import size_server
 from agentrel.harness.executors.transfer import Shipped, ship
 from agentrel.harness.matrix import RunPlan
 from agentrel.harness.recipe import RunRecipe
@@ -65,6 +67,7 @@ class SlotSpec:
     receipts: str | None = None
     setup: Callable[[], None] | None = None  # run first in the actor (e.g. to register an agent adapter)
     env: str = "agentrel-enterprise"  # the driver's environment (sandbox/environments/), selected first
+    concurrency: int = 1  # the runs this slot holds in flight: its Postgres is sized for them
 
 
 class SlotActor:
@@ -74,6 +77,7 @@ class SlotActor:
         self.spec = spec
         self.ctx: RunContext | None = None
         self.inflight: set[asyncio.Task[Any]] = set()
+        self.sized = False
 
     async def open(self) -> SlotFacts:
         import ray
@@ -87,6 +91,11 @@ class SlotActor:
 
         select(self.spec.env)  # before the recipe loads the suite: tasks are read in its terms
         sandbox = slot_sandbox(Path(self.spec.home), self.spec.seed, self.spec.scale)
+        size_server(
+            sandbox.server,
+            self.spec.concurrency,
+            lambda m: print(f"agentrel: slot {self.spec.slot}: {m}", file=sys.stderr),
+        )
         receipts = Path(self.spec.receipts) if self.spec.receipts else None
         ctx = build_context(self.spec.recipe, sandbox, receipts=receipts)
         gc.freeze()  # as the driver does: keep the template dumps out of the collector's full passes
@@ -115,6 +124,9 @@ class SlotActor:
         from agentrel.harness.runner import execute
 
         assert self.ctx is not None, "open() first"
+        if not self.sized:  # in the actor's own event loop, which its attempts share
+            size_thread_pool(self.spec.concurrency)
+            self.sized = True
         task = asyncio.current_task()
         assert task is not None
         self.inflight.add(task)

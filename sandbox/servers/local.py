@@ -203,6 +203,25 @@ class LocalCluster:
             extra={"socket": str(self.sockdir), "home": str(self.home)},
         )
 
+    def raise_max_connections(self, wanted: int) -> str | None:
+        """Raise max_connections to `wanted` for an audit's concurrency (harness/executors/capacity.py).
+        The setting is read only at start, so the cluster restarts: refused, with the reason, while
+        another process has a session open on it that a restart would cut."""
+        with self._lock(), psycopg.connect(self.conninfo("postgres"), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            ).fetchone()
+            if row and row[0]:
+                return (
+                    f"{row[0]} other session(s) are open on the sandbox's Postgres, which a restart would cut"
+                )
+            conn.execute(f"ALTER SYSTEM SET max_connections = {int(wanted)}")
+            conn.close()
+            pg_ctl = [self._bin("pg_ctl"), "-D", str(self.datadir), "-l", str(self.logfile)]
+            self._run([*pg_ctl, "-m", "fast", "-w", "-t", "60", "restart"])
+        return None
+
     def _accepting(self) -> bool:
         if not (self.datadir / "postmaster.pid").exists():
             return False
