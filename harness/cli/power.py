@@ -81,12 +81,35 @@ def power_command(
         f"{result['large_sample_exact_power']:.3f})"
     )
     typer.echo(f"unpaired (independent runs): {unpaired} runs per agent")
+    typer.echo(pairing_sentence(paired, unpaired, discordant))
     if icc is not None:
         typer.echo(
             f"over {tasks} tasks with ICC {icc:g}: {result['paired_runs_per_cell']} runs per cell paired "
             f"(design effect {result['paired_design_effect']:.3g}), {result['unpaired_runs_per_cell']} "
             f"unpaired (design effect {result['unpaired_design_effect']:.3g})"
         )
+
+
+def pairing_sentence(paired: int, unpaired: int, discordant: float | None) -> str:
+    """Why the two numbers differ, in words: pairing saves runs only when the agents' damage goes
+    together on a seed, which only a declared discordant share says."""
+    if discordant is None:
+        return (
+            "The paired number assumes the two agents damage independently on a seed (no --discordant): "
+            "then pairing has nothing to cancel and its exact test needs "
+            + ("more runs than" if paired > unpaired else "about as many runs as")
+            + " two independent samples. Give --discordant (the share of seeds where exactly one agent "
+            "damaged, from a pilot's paired runs) to size the paired design for agents that fail together."
+        )
+    if paired < unpaired:
+        return (
+            f"Pairing saves {unpaired - paired} runs per agent: with only {discordant:g} of seeds "
+            "discordant, the shared seeds cancel most of the run-to-run noise."
+        )
+    return (
+        f"With {discordant:g} of seeds discordant, the agents disagree too often on a seed for pairing to "
+        "save runs: the exact paired test needs at least as many as two independent samples."
+    )
 
 
 def register(app: typer.Typer) -> None:

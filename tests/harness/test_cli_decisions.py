@@ -260,3 +260,15 @@ def test_certify_budget_without_a_usable_fit(cli, tmp_path: Path) -> None:
     proc = cli("certify", str(clean), "--budget-runs", "10", cwd=tmp_path)
     assert proc.returncode == 3
     assert "declare a Beta prior" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_power_explains_why_paired_and_unpaired_differ():
+    """Two bare numbers (paired 71 > unpaired 60) read as a bug; the sentence says why, and how pairing
+    saves runs when the agents fail together."""
+    from agentrel.harness.cli.power import pairing_sentence
+
+    independent = pairing_sentence(71, 60, None)
+    assert "damage independently" in independent and "more runs than" in independent
+    assert "--discordant" in independent
+    assert pairing_sentence(43, 60, 0.22).startswith("Pairing saves 17 runs per agent")
+    assert "at least as many" in pairing_sentence(80, 60, 0.6)
