@@ -64,6 +64,24 @@ def audit(
             rich_help_panel="Agent programs",
         ),
     ] = 300.0,
+    agent_isolation: Annotated[
+        str,
+        typer.Option(
+            "--agent-isolation",
+            help="sealed (default): each agent program runs in a bubblewrap sandbox that sees only its code,"
+            " its run's files and endpoints; none: as a plain child process (the audit is evidence only).",
+            rich_help_panel="Agent programs",
+        ),
+    ] = "sealed",
+    agent_network: Annotated[
+        str,
+        typer.Option(
+            "--agent-network",
+            help="loopback (default): a sealed agent reaches only its run's endpoints; host: it shares the"
+            " machine's network (recorded in its identity).",
+            rich_help_panel="Agent programs",
+        ),
+    ] = "loopback",
     k: Annotated[
         int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")
     ] = defaults.K,
@@ -290,7 +308,7 @@ def audit(
     from agentrel.harness.stopping import StoppingRule
     from agentrel.sandbox.sandbox import Sandbox
 
-    external = external_agents(agent or [], agent_file or [], agent_timeout)
+    external = external_agents(agent or [], agent_file or [], agent_timeout, agent_isolation, agent_network)
     models = split_list(model or ([] if external else [defaults.MODEL]))
     # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
     from agentrel.harness.errors import UsageError
@@ -421,7 +439,13 @@ def sequential_plan_line(rule: StoppingRule, planned: int, cost_per_run: float |
 
 
 # --- external agent programs (`--agent`, `--agent-file`, `--agent-timeout`) ---
-def external_agents(options: list[str], files: list[Path], timeout_s: float) -> list[ExternalSpec]:
+def external_agents(
+    options: list[str],
+    files: list[Path],
+    timeout_s: float,
+    isolation: str = "sealed",
+    network: str = "loopback",
+) -> list[ExternalSpec]:
     """Every declared agent program, checked before anything runs (one line each, exit 2)."""
     from agentrel.harness.agents import ConfigError
     from agentrel.harness.agents.external import load_agent_file, parse_agent_option
@@ -431,12 +455,19 @@ def external_agents(options: list[str], files: list[Path], timeout_s: float) -> 
         raise UsageError(
             f"--agent-timeout {timeout_s:g}: the time budget must be a positive number of seconds"
         )
+    if isolation not in ("sealed", "none"):
+        raise UsageError(f"--agent-isolation {isolation}: use sealed or none")
+    if network not in ("loopback", "host"):
+        raise UsageError(f"--agent-network {network}: use loopback or host")
+    if network == "host" and isolation == "none":
+        raise UsageError("--agent-network host goes with a sealed agent; without a sandbox it has the host's")
     try:
-        return [parse_agent_option(o, timeout_s) for o in options] + [
+        specs = [parse_agent_option(o, timeout_s) for o in options] + [
             load_agent_file(f, timeout_s) for f in files
         ]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    return [s.model_copy(update={"isolation": isolation, "network": network}) for s in specs]
 
 
 # --- end external agent programs ---

@@ -130,6 +130,8 @@ class Subject(Frozen):
     # The model ids the provider said served this subject's decisive runs: part of what the subject is
     # (`gpt-4o` served as two different snapshots is two subjects); empty where none was said.
     served_models: tuple[str, ...] = ()
+    # An agent program's isolation, as its config records it: "sealed, network loopback" (or "host").
+    isolation: str | None = None
 
 
 class PublishableScorecard(ProtocolParts):
@@ -329,6 +331,13 @@ def _rates(
     return [(k, (d, p)) for k, d, p in zip(keys, dmg, ok, strict=True)]
 
 
+def _isolation(agent: Mapping[str, Any]) -> str | None:
+    iso = agent.get("isolation")
+    if not isinstance(iso, Mapping):
+        return None
+    return f"{iso.get('mode')}, network {iso.get('network')}" if iso.get("mode") == "sealed" else "none"
+
+
 def _subjects(manifest: Mapping[str, Any], runs: Sequence[RecordFacts]) -> tuple[Subject, ...]:
     agents = [a for a in manifest.get("agents") or [] if isinstance(a, Mapping)]
     served: dict[str, set[str]] = {}
@@ -343,6 +352,7 @@ def _subjects(manifest: Mapping[str, Any], runs: Sequence[RecordFacts]) -> tuple
                     kind=a.get("kind"),
                     config_hash=canonical_hash(dict(a)),
                     served_models=tuple(sorted(served.get(str(a.get("name")), ()))),
+                    isolation=_isolation(a),
                 )
                 for a in agents
             ),
