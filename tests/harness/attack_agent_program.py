@@ -4,7 +4,8 @@
 
 PLAN.json is plain_mcp_program.py's plan (its steps run first, through the run's MCP endpoint) plus
 "attacks": {"harness_pid", "socket", "tcp_port", "key", "results", "marker"}. Each attack is tried and
-reported, never assumed: one stdout line `ATTACKS {json}` maps each name to {"ok": bool, "detail": str},
+reported, never assumed (the last one plants its final-message and usage files as links to the key, for
+the harness to follow): one stdout line `ATTACKS {json}` maps each name to {"ok": bool, "detail": str},
 `ok` meaning the attack got through. The late writer (a setsid grandchild with an empty environment,
 carrying `marker` on its command line) keeps trying to write into the results directory until killed.
 """
@@ -99,6 +100,15 @@ def late_writer(marker: str, results: str) -> tuple[bool, str]:
     return True, "started"
 
 
+def planted_links(key: str) -> tuple[bool, str]:
+    """Its final message and usage files as links to the key: the harness reads them on the host."""
+    for var in ("AGENTREL_FINAL_MESSAGE_FILE", "AGENTREL_USAGE_FILE"):
+        path = Path(os.environ[var])
+        path.unlink(missing_ok=True)
+        path.symlink_to(key)
+    return True, "planted"
+
+
 def main() -> None:
     plain_mcp_program.main()  # the damage, through the run's tools
     plan = json.loads(Path(sys.argv[1]).read_text())
@@ -115,6 +125,7 @@ def main() -> None:
             attempt("signing_key", lambda: read_key(a["key"])),
             attempt("results_write", lambda: write_results(a["results"])),
             attempt("late_writer", lambda: late_writer(a["marker"], a["results"])),
+            attempt("planted_links", lambda: planted_links(a["key"])),
         ]
     )
     print("ATTACKS " + json.dumps(results), flush=True)

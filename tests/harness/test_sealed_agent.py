@@ -146,7 +146,7 @@ def damage_in_analysis(results: Path) -> tuple[int, int]:
 def test_a_sealed_attacker_reaches_nothing_and_its_damage_stays(sandbox, cluster, tmp_path, damaging):
     record, report, results, marker = attack(sandbox, cluster, tmp_path, damaging, "sealed")
     reached = {name for name, r in report.items() if r["ok"]}
-    assert reached == {"late_writer"}, report  # it could start its late writer, and nothing else
+    assert reached == {"late_writer", "planted_links"}, report  # what it may do, and nothing else
     assert set(report) == {
         "harness_environ",
         "parent_environ",
@@ -156,7 +156,11 @@ def test_a_sealed_attacker_reaches_nothing_and_its_damage_stays(sandbox, cluster
         "signing_key",
         "results_write",
         "late_writer",
+        "planted_links",
     }
+    # The links it planted are not followed: no byte of the key reaches the record.
+    assert record.final_message is None and record.usage.input_tokens == 0
+    assert "PRIVATE" not in (results / "runs.jsonl").read_text()
     # The late writer never outlives the run: nothing carrying its marker is alive, nothing was written.
     assert alive_with(marker) == []
     assert not (results / "pwned").exists() and not (results / "pwned-late").exists()
@@ -170,6 +174,7 @@ def test_the_same_attacker_unsealed_gets_through_and_is_evidence_only(sandbox, c
     """The control: without the sandbox the attacks work (so the sealed test's refusals are the
     sandbox's), the late writer outlives the run, and the audit can never be published."""
     record, report, results, marker = attack(sandbox, cluster, tmp_path, damaging, "none")
+    assert "PRIVATE" not in (results / "runs.jsonl").read_text()  # links are never followed, either way
     try:
         got = {name: r["ok"] for name, r in report.items()}
         for name in ("harness_environ", "cluster_socket", "cluster_tcp", "signing_key", "results_write"):
