@@ -44,8 +44,13 @@ docs: $(DOCS_STAMP)
 	$(BIN)/python -m pytest -p no:xdist tests/docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-test: $(STAMP)
+test: $(STAMP) bwrap
 	$(BIN)/python -m pytest -n 2
+
+# Agent programs run sealed in a bubblewrap sandbox: the suites that audit them need `bwrap`.
+.PHONY: bwrap
+bwrap:
+	@command -v bwrap >/dev/null 2>&1 || { echo "make: agent programs run sealed: install bubblewrap (apt-get install bubblewrap)" >&2; exit 1; }
 
 # The docker backend on a real engine (started here when none runs) and the image built offline.
 test-docker: $(STAMP)
@@ -105,7 +110,7 @@ test-inspect: $(STAMP)
 # `audit --agent`, their model a loopback scripted server (the agents extra is installed here and kept
 # out of `make test` by the --ignore in pyproject's addopts).
 .PHONY: test-agents
-test-agents: $(STAMP)
+test-agents: $(STAMP) bwrap
 	$(BIN)/python -m pip install -q -e '.[agents]'
 	$(BIN)/python -m pytest -p no:xdist tests/agents
 

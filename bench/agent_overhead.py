@@ -7,12 +7,16 @@ All audit the same task K times at concurrency 1 on the same sandbox, replaying 
   the external-agent path itself (process start, MCP session over loopback HTTP, teardown);
 - `sdk`: the official MCP SDK client of the tests (`tests/harness/mcp_agent_program.py`), whose imports
   (anyio, httpx, pydantic) the agent pays, not AgentRel; they are also timed alone (`sdk_import_s`).
+- `plain` unsealed (`isolation="none"`, a plain child process) beside the sealed default: the sealed
+  launch's extra time per run (bubblewrap's namespaces and mounts, the forwarder, the relays, waiting for
+  the sandbox's processes to end), whose target is under 100 ms.
 Per-run time is the record's total (clone to judge); the probe before each external audit is left out.
 The target (under 1.5 s extra per run on 2 cores) is the path's: `overhead_s`, the plain agent's.
 
 Last line: scripted_s=<mean per run> plain_s=<mean> sdk_s=<mean> overhead_s=<plain - scripted>
 sdk_overhead_s=<sdk - scripted> sdk_import_s=<the SDK client's imports alone> ratio=<plain / scripted>
-load1=<1-minute load average> target_met=<overhead_s under 1.5 s>
+load1=<1-minute load average> target_met=<overhead_s under 1.5 s> unsealed_s=<plain unsealed, mean>
+sealed_extra_ms=<plain sealed - plain unsealed, median per run> sealed_target_met=<under 100 ms>
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TASK = "csm-double-charge"
 K = 8
 TARGET_S = 1.5
+SEALED_TARGET_MS = 100.0
 
 
 def per_run(results: Path, model: str) -> list[float]:
@@ -72,18 +77,25 @@ def main() -> None:
         sdk = ExternalSpec(
             name="sdk", command=[sys.executable, str(tests / "mcp_agent_program.py"), str(plan), "plan"]
         )
+        unsealed = plain.model_copy(update={"name": "unsealed", "isolation": "none"})
         common = {"k": K, "task_patterns": [TASK], "concurrency": 1, "sandbox": sb, "show_progress": False}
         audit(models=["scripted/oracle"], results=Path(tmp) / "scripted", **common)  # type: ignore[arg-type]
-        for spec in (plain, sdk):
+        for spec in (plain, sdk, unsealed):
             audit(models=[], external=[spec], results=Path(tmp) / spec.name, **common)  # type: ignore[arg-type]
         runs = {
             "scripted/oracle": per_run(Path(tmp) / "scripted", "scripted/oracle"),
             "agent/plain": per_run(Path(tmp) / "plain", "agent/plain"),
             "agent/sdk": per_run(Path(tmp) / "sdk", "agent/sdk"),
         }
+        unsealed_runs = per_run(Path(tmp) / "unsealed", "agent/unsealed")
     assert all(len(xs) == K for xs in runs.values()), {m: len(xs) for m, xs in runs.items()}
+    assert len(unsealed_runs) == K
     runs["sdk import alone"] = sdk_import()
     s, p, d, i = (statistics.mean(xs) for xs in runs.values())
+    runs["plain unsealed"] = unsealed_runs
+    u = statistics.mean(unsealed_runs)
+    # Medians: one slow run on a shared machine should not decide a difference of milliseconds.
+    extra_ms = (statistics.median(runs["agent/plain"]) - statistics.median(unsealed_runs)) * 1000
     print(f"{'agent':<18}{'runs':>6}{'mean s':>10}{'median s':>10}{'max s':>8}")
     for name, xs in runs.items():
         print(
@@ -92,7 +104,8 @@ def main() -> None:
     print(
         f"scripted_s={s:.3f} plain_s={p:.3f} sdk_s={d:.3f} overhead_s={p - s:.3f} sdk_overhead_s={d - s:.3f}"
         f" sdk_import_s={i:.3f} ratio={p / s:.2f} load1={os.getloadavg()[0]:.1f}"
-        f" target_met={str(p - s < TARGET_S).lower()}"
+        f" target_met={str(p - s < TARGET_S).lower()} unsealed_s={u:.3f} sealed_extra_ms={extra_ms:.0f}"
+        f" sealed_target_met={str(extra_ms < SEALED_TARGET_MS).lower()}"
     )
 
 

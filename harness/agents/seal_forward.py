@@ -71,8 +71,8 @@ def main(argv: list[str]) -> int:
     i = 0
     while i < len(options):
         if options[i] == "--listen":
-            port, path = options[i + 1].split("=", 1)
-            listens.append((int(port), path))
+            port_text, socket_path = options[i + 1].split("=", 1)
+            listens.append((int(port_text), socket_path))
         elif options[i] == "--drop":
             uid, gid = options[i + 1].split(":")
             drop = (int(uid), int(gid))

@@ -38,7 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -271,7 +271,7 @@ async def relays(net_dir: Path, ports: Sequence[int]) -> AsyncIterator[None]:
                 if writer.can_write_eof():
                     writer.write_eof()
 
-    def handler(port: int):  # type: ignore[no-untyped-def]
+    def handler(port: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
                 up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
@@ -303,7 +303,7 @@ async def run_sealed(
     env: Mapping[str, str],
     timeout_s: float,
     *,
-    stop_when=None,  # type: ignore[no-untyped-def]
+    stop_when: Callable[[], bool] | None = None,
 ) -> ProcessEnd:
     """Run the plan's sandbox to its end or budget; return only once every process in it has ended."""
     bwrap = shutil.which("bwrap") or "bwrap"

@@ -21,10 +21,9 @@ import functools
 import hashlib
 import importlib.metadata as metadata
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -84,7 +83,10 @@ def _installed(dist: metadata.Distribution, file: metadata.PackagePath) -> Path:
     return Path(str(dist.locate_file(file)))
 
 
-def _code_files(dist: metadata.Distribution, where: Any = _where) -> list[tuple[str, Path]]:
+def _code_files(
+    dist: metadata.Distribution,
+    where: Callable[[metadata.Distribution, metadata.PackagePath], Path] = _where,
+) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     for file in dist.files or []:
         parts = file.parts

@@ -25,6 +25,7 @@ from agentrel.harness.errors import UsageError
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import load_suite
+from tests.harness.processes import alive_with
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = Path(__file__).with_name("mcp_agent_program.py")
@@ -179,19 +180,6 @@ def test_a_program_that_never_connects_is_not_exposed_never_safe(sandbox, tmp_pa
     assert r.status == "not_exposed" and not r.valid and r.terminal
     assert "never connected" in r.error.message and "budget" in r.error.message
     assert r.tool_calls == []
-
-
-def alive_with(marker: str) -> list[int]:
-    """Live (not zombie) processes whose command line carries `marker`, seen from the host's /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.mark.parametrize("isolation", ["sealed", "none"])

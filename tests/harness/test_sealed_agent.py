@@ -24,14 +24,17 @@ from pathlib import Path
 import pytest
 
 from agentrel.harness.agents.external import ExternalAgent, ExternalSpec
+from agentrel.harness.agents.sealed import unavailable
 from agentrel.harness.audit import audit
-from agentrel.harness.errors import UsageError
+from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.library import analyze
+from agentrel.harness.publication.canonical import canonical_hash
 from agentrel.harness.publication.freeze import write_freeze
 from agentrel.harness.publication.publish import eligibility_of
 from agentrel.harness.publication.signing import key_path, load_signer
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.tasks import load_suite
-from agentrel.harness.library import analyze
+from tests.harness.processes import alive_with
 
 HERE = Path(__file__).parent
 ATTACKER = HERE / "attack_agent_program.py"
@@ -81,18 +84,6 @@ def tcp_to(unix_path: Path) -> Iterator[int]:
         yield port
     finally:
         listener.close()
-
-
-def alive_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def attack(sandbox, cluster, tmp_path: Path, damaging, isolation: str):
@@ -234,3 +225,65 @@ def test_an_imported_module_edited_after_the_freeze_is_refused(sandbox, tmp_path
     assert "subject_config_hash" in str(refused.value) and "agents" in str(refused.value)
     (after,) = ResultsDir(results).records()  # nothing ran under the edited code; the damage stays
     assert after.run_id == before.run_id and after.verdict.outcome == "FAIL_DAMAGE"
+
+
+def test_without_a_sandbox_an_agent_program_refuses_to_start_unless_isolation_none(
+    sandbox, tmp_path, task, monkeypatch
+):
+    """No bwrap on PATH: one line naming the fix, before any run; `isolation="none"` runs it anyway."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [[s.tool, s.args] for s in task.oracle.steps]}))
+    spec = ExternalSpec(name="plain", command=[sys.executable, "-S", str(PLAIN), str(plan)])
+    results = tmp_path / "results"
+    common = {"models": [], "k": 1, "task_patterns": [TASK], "concurrency": 1, "sandbox": sandbox}
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    unavailable.cache_clear()
+    try:
+        with pytest.raises(UserError) as refused:
+            audit(**common, results=results, show_progress=False, external=[spec])
+        message = str(refused.value)
+        assert "bwrap (bubblewrap) is not installed" in message and "apt-get install bubblewrap" in message
+        assert "--agent-isolation none" in message and "\n" not in message
+        assert not (results / "runs.jsonl").exists()
+        unsealed = spec.model_copy(update={"isolation": "none"})
+        audit(**common, results=tmp_path / "unsealed", show_progress=False, external=[unsealed])
+        (r,) = ResultsDir(tmp_path / "unsealed").records()
+        assert r.status == "valid" and r.verdict.outcome in ("PASS", "FAIL_SAFE")
+    finally:
+        unavailable.cache_clear()
+
+
+def agent(command: list[str], isolation: str, network: str) -> ExternalAgent:
+    return ExternalAgent(ExternalSpec(name="x", command=command, isolation=isolation, network=network))
+
+
+def test_isolation_and_network_are_the_subjects_identity(tmp_path):
+    command = [sys.executable, "-S", str(PLAIN)]
+    configs = {
+        (iso, net): ExternalAgent(
+            ExternalSpec(name="x", command=command, isolation=iso, network=net)
+        ).config()
+        for iso, net in (("sealed", "loopback"), ("sealed", "host"), ("none", "loopback"))
+    }
+    assert configs["sealed", "host"]["isolation"] == {"mode": "sealed", "network": "host"}
+    hashes = {canonical_hash(c) for c in configs.values()}
+    assert len(hashes) == 3
+    # Its Python environment is bound by its distributions' files (this venv's, here).
+    python = configs["sealed", "loopback"]["python"]
+    assert {lib[0] for lib in python["libraries"]} >= {"pydantic", "mcp"}
+    assert configs["sealed", "loopback"]["code_dirs"][0]["path"] == str(HERE)
+
+
+def test_the_cli_refuses_host_network_without_a_sandbox():
+    from agentrel.harness.cli.audit import external_agents
+
+    for isolation, network, message in (
+        ("jail", "loopback", "--agent-isolation jail: use sealed or none"),
+        ("sealed", "wan", "--agent-network wan: use loopback or host"),
+        ("none", "host", "--agent-network host goes with a sealed agent"),
+    ):
+        with pytest.raises(UsageError) as caught:
+            external_agents([f"x={sys.executable} {PLAIN}"], [], 60.0, isolation, network)
+        assert message in str(caught.value)
