@@ -146,7 +146,7 @@ class Endpoints(dict[str, str]):
         seen: dict[tuple[str, int], None] = {}
         for name, url in self.items():
             parts = urlsplit(url)
-            if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost") or not parts.port:
+            if parts.scheme != "http" or parts.hostname != "127.0.0.1" or not parts.port:
                 raise ValueError(f"{name}={url}: a sealed agent reaches only http://127.0.0.1:<port>")
             seen[("127.0.0.1", parts.port)] = None
         return list(seen)
