@@ -60,6 +60,9 @@ def _serve(listener: socket.socket, path: str) -> None:
             client, _ = listener.accept()
         except OSError:
             return
+        # Relayed writes come in pieces (headers, then the body): without this, Nagle's algorithm holds a
+        # piece back until the agent's delayed ACK, tens of milliseconds per response.
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         threading.Thread(target=_relay, args=(client, path), daemon=True).start()
 
 

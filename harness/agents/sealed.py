@@ -81,7 +81,7 @@ ETC = (
 )
 ETC_GLOBS = ("python3*",)
 ETC_HOST_NETWORK = ("resolv.conf",)  # name servers: only of use where the agent may leave the machine
-SETUP_S = 5.0  # how long the sandbox's processes may take to die once its first one has ended
+TEARDOWN_S = 5.0  # how long the sandbox's processes may take to die once its first one has ended
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) where user namespaces are allowed"
 )
@@ -341,7 +341,7 @@ async def _namespace_gone(pid: int | None) -> None:
     namespace: once it is gone or a zombie, nothing the agent started is left."""
     if pid is None:
         return
-    deadline = time.monotonic() + SETUP_S
+    deadline = time.monotonic() + TEARDOWN_S
     stat = Path(f"/proc/{pid}/stat")
     while time.monotonic() < deadline:
         try:
