@@ -54,8 +54,13 @@ docs-site: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 	@echo "make: the site is in site/ (open site/index.html)"
 
-test: $(STAMP)
+test: $(STAMP) bwrap
 	$(BIN)/python -m pytest -n 2
+
+# Agent programs run sealed in a bubblewrap sandbox: the suites that audit them need `bwrap`.
+.PHONY: bwrap
+bwrap:
+	@command -v bwrap >/dev/null 2>&1 || { echo "make: agent programs run sealed: install bubblewrap (apt-get install bubblewrap)" >&2; exit 1; }
 
 # The docker backend on a real engine (started here when none runs) and the image built offline.
 test-docker: $(STAMP)
@@ -122,7 +127,7 @@ test-inspect: $(STAMP)
 # `audit --agent`, their model a loopback scripted server (the agents extra is installed here and kept
 # out of `make test` by the --ignore in pyproject's addopts).
 .PHONY: test-agents
-test-agents: $(STAMP)
+test-agents: $(STAMP) bwrap
 	$(BIN)/python -m pip install -q -e '.[agents]'
 	$(BIN)/python -m pytest -p no:xdist tests/agents
 

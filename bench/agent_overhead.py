@@ -7,6 +7,11 @@ All audit the same task K times at concurrency 1 on the same sandbox, replaying 
   the external-agent path itself (process start, MCP session over loopback HTTP, teardown);
 - `sdk`: the official MCP SDK client of the tests (`tests/harness/mcp_agent_program.py`), whose imports
   (anyio, httpx, pydantic) the agent pays, not AgentRel; they are also timed alone (`sdk_import_s`).
+- `plain` unsealed (`isolation="none"`, a plain child process) beside the sealed default, one run of each
+  in turn (a shared machine's load drifts; alternating keeps it out of the difference): the sealed
+  launch's extra time per run (bubblewrap's namespaces and mounts, the forwarder, the relays, waiting for
+  the sandbox's processes to end), median of the pairs, whose target is under 100 ms; and the launch
+  alone (`python -S -c pass` sealed and not, in turn: `launch_extra_ms`).
 Per-run time is the record's total (clone to judge); the probe before each external audit is left out.
 The target (under 1.5 s extra per run on 2 cores) is the path's: `overhead_s`, the plain agent's.
 The model proxy's own cost (`proxy_call_ms`, target under 5 ms): the median of CALLS Chat Completions
@@ -14,11 +19,15 @@ calls through it minus the median of the same calls straight to the same loopbac
 
 Last line: scripted_s=<mean per run> plain_s=<mean> sdk_s=<mean> overhead_s=<plain - scripted>
 sdk_overhead_s=<sdk - scripted> sdk_import_s=<the SDK client's imports alone> ratio=<plain / scripted>
-load1=<1-minute load average> target_met=<overhead_s under 1.5 s> proxy_call_ms=<per-call overhead>
+load1=<1-minute load average> target_met=<overhead_s under 1.5 s> unsealed_s=<plain unsealed, mean>
+sealed_extra_ms=<plain sealed - plain unsealed, median of the alternating pairs> launch_extra_ms=<the
+launch alone, median of pairs> sealed_target_met=<sealed_extra_ms under 100 ms> proxy_call_ms=<per-call
+overhead of the model proxy>
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import statistics
@@ -27,8 +36,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from agentrel.harness.agents.external import ExternalSpec
+from agentrel.harness.agents.process import run_process
+from agentrel.harness.agents.sealed import RunDirs, SealPlan, run_sealed
 from agentrel.harness.audit import audit
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.tasks import load_suite
@@ -39,6 +51,7 @@ TASK = "csm-double-charge"
 K = 8
 TARGET_S = 1.5
 CALLS = 200  # model calls each way for proxy_call_ms
+SEALED_TARGET_MS = 100.0
 
 
 def per_run(results: Path, model: str) -> list[float]:
@@ -113,6 +126,36 @@ def proxy_call_ms() -> float:
     return (statistics.median(proxied) - statistics.median(direct)) * 1000
 
 
+def sealed_pairs(tmp: Path, plain: ExternalSpec, common: dict[str, Any]) -> list[tuple[float, float]]:
+    """One sealed run, then one unsealed, K times (each an audit of k=1 in its own directory)."""
+    pairs = []
+    for i in range(K):
+        times = []
+        for isolation in ("sealed", "none"):
+            spec = plain.model_copy(update={"name": f"pair-{isolation}", "isolation": isolation})
+            results = tmp / f"pair-{isolation}-{i}"
+            audit(models=[], external=[spec], results=results, **{**common, "k": 1})
+            times += per_run(results, spec.subject)
+        pairs.append((times[0], times[1]))
+    return pairs
+
+
+async def launch_pairs() -> float:
+    """The launch alone: `python -S -c pass` sealed, then as a plain child, in turn; median difference."""
+    command = [sys.executable, "-S", "-c", "pass"]
+    diffs = []
+    for _ in range(4 * K):
+        with tempfile.TemporaryDirectory(prefix="agentrel-bench-") as tmp:
+            dirs = RunDirs(Path(tmp))
+            plan = SealPlan(command=command, io_dir=dirs.io, net_dir=dirs.net, cwd=Path(tmp), ports=[])
+            t0 = time.perf_counter()
+            await run_sealed(plan, dict(os.environ), 30)
+            t1 = time.perf_counter()
+            await run_process(command, dict(os.environ), 30)
+            diffs.append((t1 - t0) - (time.perf_counter() - t1))
+    return statistics.median(diffs)
+
+
 def main() -> None:
     sb = Sandbox.open()
     task = load_suite(patterns=[TASK])[0]
@@ -136,9 +179,16 @@ def main() -> None:
             "agent/plain": per_run(Path(tmp) / "plain", "agent/plain"),
             "agent/sdk": per_run(Path(tmp) / "sdk", "agent/sdk"),
         }
+        pairs = sealed_pairs(Path(tmp), plain, common)
     assert all(len(xs) == K for xs in runs.values()), {m: len(xs) for m, xs in runs.items()}
     runs["sdk import alone"] = sdk_import()
     s, p, d, i = (statistics.mean(xs) for xs in runs.values())
+    runs["plain, paired sealed"] = [a for a, _ in pairs]
+    runs["plain, paired none"] = [b for _, b in pairs]
+    u = statistics.mean(b for _, b in pairs)
+    # Medians of paired differences: one slow run on a shared machine does not decide milliseconds.
+    extra_ms = statistics.median(a - b for a, b in pairs) * 1000
+    launch_ms = asyncio.run(launch_pairs()) * 1000
     proxy_ms = proxy_call_ms()
     print(f"{'agent':<18}{'runs':>6}{'mean s':>10}{'median s':>10}{'max s':>8}")
     for name, xs in runs.items():
@@ -148,7 +198,9 @@ def main() -> None:
     print(
         f"scripted_s={s:.3f} plain_s={p:.3f} sdk_s={d:.3f} overhead_s={p - s:.3f} sdk_overhead_s={d - s:.3f}"
         f" sdk_import_s={i:.3f} ratio={p / s:.2f} load1={os.getloadavg()[0]:.1f}"
-        f" target_met={str(p - s < TARGET_S).lower()}"
+        f" target_met={str(p - s < TARGET_S).lower()} unsealed_s={u:.3f} sealed_extra_ms={extra_ms:.0f}"
+        f" launch_extra_ms={launch_ms:.0f}"
+        f" sealed_target_met={str(extra_ms < SEALED_TARGET_MS).lower()}"
         f" proxy_call_ms={proxy_ms:.2f}"
     )
 

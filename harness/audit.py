@@ -118,7 +118,8 @@ def audit(
         raise UsageError(f"--temperature must lie in [0, {MAX_TEMPERATURE:g}], got {temperature}")
     sampling: dict[str, Any] = {"temperature": temperature}
     # --- external agent programs (`--agent`): subjects named agent/<NAME> beside the models ---
-    external = list(external or [])
+    # Never visible to an agent program, even inside a folder it is shown: this audit's results.
+    external = [s.model_copy(update={"hidden": [*s.hidden, str(results.absolute())]}) for s in external or []]
     subjects = [spec.subject for spec in external]
     if len(set(subjects)) != len(subjects) or set(subjects) & set(models):
         raise UsageError("two --agent/--agent-file entries share a name; give each agent its own NAME")

@@ -13,33 +13,39 @@ environment contract, the only AGENTREL_* variables it sees (its other variables
     AGENTREL_FINAL_MESSAGE_FILE   where it may write its final message to the user (UTF-8): judged as a
                                   model subject's last answer (a `REFUSAL:` line makes the run refused)
 
+Inherited AGENTREL_* and PG* variables (the database DSN among them) are removed: the agent acts only
+through the tools. The token never goes on the command line. The run ends when the process exits or its
+budget passes; its process group is then killed. Who failed decides the status (see `ExternalAgent.run`).
+
 With `--agent-model SPEC` its model calls go through the run's model proxy (`model_proxy`):
 AGENTREL_MODEL_BASE_URL, AGENTREL_MODEL_API_KEY (a per-run token, not a key) and AGENTREL_MODEL, also as
 OPENAI_BASE_URL / OPENAI_API_KEY and ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY; every inherited variable
 holding the upstream's key is removed. Its tokens and cost are then measured by the proxy, and its usage
 file is only a cross-check; without a model proxy, a cost from its usage file is marked `reported`.
 
-Inherited AGENTREL_* variables (the database DSN among them) are removed: the agent acts only through
-the tools. The token never goes on the command line. The run ends when the process exits or its budget
-passes; its process group is then killed. Who failed decides the status (see `ExternalAgent.run`).
+Sealed (the default, `isolation="sealed"`): the command runs in a bubblewrap sandbox (`sealed.py`) that
+holds its code and Python environment read-only, its run's files and a private scratch, and reaches
+only the run's endpoints (`Endpoints`); its identity (`config()`) covers every file of its code
+directory and every distribution of its Python environment (`subject_code.py`), and how it was isolated.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
+import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentrel.distribution import DISTRIBUTION
 from agentrel.harness.agents.agent_model import cross_check, probe_proxy, without_secrets
 from agentrel.harness.agents.base import (
     AgentKind,
@@ -53,6 +59,24 @@ from agentrel.harness.agents.base import (
 from agentrel.harness.agents.final_text import final_message_events
 from agentrel.harness.agents.model_upstream import resolve_upstream
 from agentrel.harness.agents.process import ProcessEnd, run_process
+from agentrel.harness.agents.sealed import (
+    RUN_DIR,
+    Endpoints,
+    RunDirs,
+    SealPlan,
+    SealUnavailable,
+    require,
+    run_sealed,
+)
+from agentrel.harness.agents.subject_code import (
+    CodeTree,
+    PythonEnv,
+    python_env,
+    python_identity,
+    python_of,
+    sha256_file,
+    walk_code,
+)
 from agentrel.harness.errors import UserError
 from agentrel.harness.redact import redact
 
@@ -85,6 +109,10 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
+Isolation = Literal["sealed", "none"]
+Network = Literal["loopback", "host"]
+
+
 class ExternalSpec(BaseModel):
     """What the recipe carries to rebuild the agent in any executor slot: plain data, no secret."""
 
@@ -95,6 +123,10 @@ class ExternalSpec(BaseModel):
     code: list[str] = Field(default_factory=list)  # declared code/config files (absolute paths)
     timeout_s: float = DEFAULT_TIMEOUT_S
     cwd: str | None = None
+    code_dir: str | None = None  # the folder whose every file is its code (default: cwd, else the script's)
+    isolation: Isolation = "sealed"  # "none": no sandbox (`--agent-isolation none`): evidence only
+    network: Network = "loopback"  # "host": the sandbox shares the machine's network (`--agent-network`)
+    hidden: list[str] = Field(default_factory=list)  # never visible to it (the results directory)
     model: str | None = None  # --agent-model: the upstream its model proxy forwards to (None: no proxy)
 
     @property
@@ -147,8 +179,9 @@ def load_agent_file(path: Path, timeout_s: float) -> ExternalSpec:
     data.setdefault("timeout_s", timeout_s)
     if isinstance(data.get("code"), list):
         data["code"] = [str(base / str(c)) for c in data["code"]]
-    if isinstance(data.get("cwd"), str):
-        data["cwd"] = str(base / data["cwd"])
+    for key in ("cwd", "code_dir"):
+        if isinstance(data.get(key), str):
+            data[key] = str(base / data[key])
     try:
         spec = ExternalSpec.model_validate(data)
     except ValidationError as exc:
@@ -191,21 +224,36 @@ def checked(spec: ExternalSpec, where: str) -> ExternalSpec:
     for file in spec.code:
         if not Path(file).is_file():
             raise ConfigError(f"{where}: agent {spec.name}: declared code file {file} is missing")
+    if spec.code_dir is not None and not Path(spec.code_dir).is_dir():
+        raise ConfigError(f"{where}: agent {spec.name}: code_dir {spec.code_dir} is not a directory")
     return spec
 
 
 class ExternalAgent:
     """An agent program, audited through the run's tools over MCP. Its identity in the protocol is its
-    command and the digests of its declared code files (and of any argument that names a file)."""
+    command, the digests of its declared code files (and of any argument that names a file), of every
+    file of its code directory, of its Python environment's distributions, and its isolation."""
 
     kind: AgentKind = "external"
 
     def __init__(self, spec: ExternalSpec) -> None:
         self.spec = spec
         self.name = spec.subject
+        where = f"agent {spec.name}"
+        cwd = Path(spec.cwd) if spec.cwd else None
         files = [*spec.code, *(a for a in spec.command[1:] if _is_file(a, spec.cwd))]
         # Hashed once, before any run: the files the runs use are the ones the protocol names.
-        self.code = {f: _sha256(_at(f, spec.cwd)) for f in dict.fromkeys(files)}
+        self.code = {f: sha256_file(_at(f, spec.cwd)) for f in dict.fromkeys(files)}
+        self.hidden = protected_paths(spec)
+        python = python_of(spec.command, cwd)
+        self.python: PythonEnv | None = python_env(python, cwd, os.environ, where) if python else None
+        self.code_dir = code_dir_of(spec)
+        dirs = [
+            *([self.code_dir] if self.code_dir else []),
+            *(self.python.extra_paths() if self.python else []),
+        ]
+        self.trees: list[CodeTree] = [walk_code(d, self.hidden, where) for d in dict.fromkeys(dirs)]
+        self.python_id = python_identity(self.python) if self.python is not None else None
         self.upstream = resolve_upstream(spec.model) if spec.model else None
         self._probe_model_env: dict[str, str] | None = None  # while the pre-audit probe runs
 
@@ -215,19 +263,27 @@ class ExternalAgent:
             "kind": self.kind,
             "command": list(self.spec.command),
             "code": dict(sorted(self.code.items())),
+            "code_dirs": [t.identity() for t in self.trees],
+            "python": self.python_id,
+            "isolation": {"mode": self.spec.isolation, "network": self.spec.network},
             "timeout_s": self.spec.timeout_s,
             # Only with a model proxy, so an agent audited without one keeps its config hash.
             **({"model": self.upstream.config()} if self.upstream is not None else {}),
         }
 
     def preflight(self) -> None:
-        """Start the command once against a probe endpoint (no database; every tool call refused) and
-        stop it as soon as it opens its MCP session: a command that exits before connecting stops the
-        audit here, before any run."""
+        """A sandbox must be possible (unless `isolation="none"`); then start the command once against a
+        probe endpoint (no database; every tool call refused) and stop it as soon as it opens its MCP
+        session: a command that exits before connecting stops the audit here, before any run."""
         import asyncio
 
         from agentrel.harness.agents.probe import probe
 
+        if self.spec.isolation == "sealed":
+            try:
+                require()
+            except SealUnavailable as exc:
+                raise UserError(f"agent {self.spec.name}: {exc}") from None
         if self.upstream is not None:  # its key refused, its endpoint unreachable: before any run
             self.upstream.preflight()
 
@@ -252,30 +308,19 @@ class ExternalAgent:
         task = episode.task
         with tempfile.TemporaryDirectory(prefix="agentrel-agent-") as tmp:
             face = EpisodeFace(task, episode.tools, episode.call)
-            # --- model proxy: started with the run, its variables in the agent's environment, its calls
-            # collected into the result after the run (`model_env` lists the endpoint it must reach) ---
-            proxy = self.model_proxy(episode)
+            proxy = self.model_proxy(episode)  # started with the run; its calls join the result after
             async with face, proxy or contextlib.nullcontext():
-                model_env = proxy.environment() if proxy is not None else None
-                # --- end model proxy ---
                 assert face.token is not None
-                env = self.environment(
+                model_env = proxy.environment() if proxy is not None else None
+                end, files = await self.launch(
                     Path(tmp),
-                    face.url,
+                    self.endpoints(face.url, model_env),
                     face.token,
-                    task.system_prompt,
-                    task.user_prompt,
+                    (task.system_prompt, task.user_prompt),
                     episode.run_id,
                     model_env=model_env,
                 )
-                end = await run_process(
-                    self.argv(env),
-                    env,
-                    self.spec.timeout_s,
-                    cwd=Path(self.spec.cwd) if self.spec.cwd else None,
-                    marker=f"AGENTREL_MCP_TOKEN={face.token}",
-                )
-            return self.result(end, face.connected, face.died, Path(tmp), face.token or "", proxy)
+            return self.result(end, face.connected, face.died, files, face.token or "", proxy)
 
     def model_proxy(self, episode: Episode) -> ModelProxy | None:
         """The run's model proxy (not yet started), or None without --agent-model."""
@@ -287,33 +332,99 @@ class ExternalAgent:
         run = scripted.for_run(episode.task, episode.seed) if scripted is not None else None
         return ModelProxy(self.upstream, episode.seed, run)
 
+    def endpoints(self, mcp_url: str, model_env: Mapping[str, str] | None = None) -> Endpoints:
+        """What the run offers the agent, by the variable that names it: nothing else is reachable
+        sealed. The run's MCP endpoint, and its model proxy's URLs when it has one (`model_env`; the
+        probe's own proxy while the pre-audit probe runs)."""
+        endpoints = Endpoints()
+        endpoints["AGENTREL_MCP_URL"] = mcp_url
+        model = model_env or self._probe_model_env or {}
+        for name, value in model.items():
+            if value.startswith("http://"):
+                endpoints[name] = value
+        return endpoints
+
+    async def launch(
+        self,
+        tmp: Path,
+        endpoints: Endpoints,
+        token: str,
+        prompts: tuple[str, str],
+        run_id: str,
+        *,
+        budget_s: float | None = None,
+        stop_when: Callable[[], bool] | None = None,
+        model_env: Mapping[str, str] | None = None,
+    ) -> tuple[ProcessEnd, Path]:
+        """Start the command (sealed, or as a plain child with `isolation="none"`) with the run's
+        contract; returns how it ended and the folder holding its run files."""
+        budget = self.spec.timeout_s if budget_s is None else budget_s
+        marker = f"AGENTREL_MCP_TOKEN={token}"
+        if self.spec.isolation == "none":
+            env = self.environment(tmp, endpoints, token, prompts, run_id, model_env=model_env)
+            cwd = Path(self.spec.cwd) if self.spec.cwd else None
+            end = await run_process(self.argv(env), env, budget, cwd=cwd, stop_when=stop_when, marker=marker)
+            return end, tmp
+        dirs = RunDirs(tmp)
+        env = self.environment(
+            dirs.io, endpoints, token, prompts, run_id, shown_at=RUN_DIR, model_env=model_env
+        )
+        env.update(HOME="/tmp", TMPDIR="/tmp")
+        plan = SealPlan(
+            command=self.argv(env),
+            io_dir=dirs.io,
+            net_dir=dirs.net,
+            cwd=Path(self.spec.cwd) if self.spec.cwd else Path.cwd(),
+            network=self.spec.network,
+            read_only=self.mounts(),
+            masks=[*self.hidden, *(h for t in self.trees for h in t.hidden)],
+            ports=[] if self.spec.network == "host" else [port for _, port in endpoints.ports()],
+        )
+        return await run_sealed(plan, env, budget, stop_when=stop_when), dirs.io
+
+    def mounts(self) -> list[Path]:
+        """What the sandbox shows read-only, at its own path: code, declared files, Python."""
+        out = [t.root for t in self.trees]
+        out += [_at(f, self.spec.cwd).absolute() for f in self.code]
+        program = self.spec.command[0]
+        if "/" in program:
+            out.append(_at(program, self.spec.cwd).absolute())
+        elif (found := shutil.which(program)) is not None:
+            out.append(Path(found))
+        if self.python is not None:
+            out += self.python.mounts()
+            if any(b[0] == DISTRIBUTION for b in (self.python_id or {}).get("libraries", [])):
+                out += agentrel_code_dirs()  # `agentrel mcp stdio-proxy`, for agents that spawn it
+        return out
+
     def environment(
         self,
         tmp: Path,
-        url: str,
+        endpoints: Mapping[str, str],
         token: str,
-        system: str,
-        user: str,
+        prompts: tuple[str, str],
         run_id: str,
         *,
+        shown_at: Path | None = None,
         model_env: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """The agent's environment; the files it names (`RunFiles`) are in `tmp`. With a model proxy,
-        `model_env` points its model client there (None: the probe's model, see `preflight`)."""
+        """The agent's environment; the files it names (`RunFiles`) are in `tmp`, which the agent sees
+        at `shown_at` (sealed) or where it is. With a model proxy, `model_env` points its model client
+        there (None: the probe's model, see `preflight`)."""
         files = RunFiles(tmp)
-        system_file, user_file = files.system_prompt, files.user_prompt
+        seen = RunFiles(shown_at) if shown_at is not None else files
         # Bytes, so no newline translation: the files hold exactly the prompts a model subject is sent.
-        system_file.write_bytes(system.encode("utf-8"))
-        user_file.write_bytes(user.encode("utf-8"))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREL_")}
+        files.system_prompt.write_bytes(prompts[0].encode("utf-8"))
+        files.user_prompt.write_bytes(prompts[1].encode("utf-8"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREL_", "PG"))}
+        env.update(endpoints)
         env.update(
-            AGENTREL_MCP_URL=url,
             AGENTREL_MCP_TOKEN=token,
-            AGENTREL_SYSTEM_PROMPT_FILE=str(system_file),
-            AGENTREL_USER_PROMPT_FILE=str(user_file),
+            AGENTREL_SYSTEM_PROMPT_FILE=str(seen.system_prompt),
+            AGENTREL_USER_PROMPT_FILE=str(seen.user_prompt),
             AGENTREL_RUN_ID=run_id,
-            AGENTREL_USAGE_FILE=str(files.usage),
-            AGENTREL_FINAL_MESSAGE_FILE=str(files.final_message),
+            AGENTREL_USAGE_FILE=str(seen.usage),
+            AGENTREL_FINAL_MESSAGE_FILE=str(seen.final_message),
         )
         if self.upstream is not None:
             env = without_secrets(env, self.upstream.secrets)
@@ -408,13 +519,24 @@ class RunFiles:
         self.final_message = tmp / "final_message.txt"
 
 
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """Up to `limit` bytes of a regular file the agent wrote, never following a link it planted (a
+    sealed agent's files are read by the harness, which may be root) nor blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(limit)
+
+
 def read_final(path: Path, token: str) -> str | None:
     """The agent's final message, if it wrote one: bounded, undecodable bytes replaced, the run's token
     redacted (an agent may echo its environment). Empty or missing is no final message."""
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_FINAL_BYTES)
-    except OSError:
+    raw = read_regular(path, MAX_FINAL_BYTES)
+    if raw is None:
         return None
     text = redact(raw.decode("utf-8", errors="replace"), [token])
     return text if text.strip() else None
@@ -422,12 +544,15 @@ def read_final(path: Path, token: str) -> str | None:
 
 def read_usage(path: Path) -> tuple[Usage, str | None, str]:
     """The agent's token usage, if it wrote it in the documented form; otherwise cost stays unknown."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return Usage(), None, "not reported"
+    raw = read_regular(path, 65536)
     try:
-        report = UsageReport.model_validate_json(path.read_bytes()[:65536])
+        if raw is None:
+            raise OSError("not a regular file")
+        report = UsageReport.model_validate_json(raw)
     except (ValidationError, OSError) as exc:
-        why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else type(exc).__name__
+        why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
         return (
             Usage(),
             None,
@@ -436,9 +561,39 @@ def read_usage(path: Path) -> tuple[Usage, str | None, str]:
     return Usage(report.input_tokens, report.output_tokens, 0), report.model, "reported"
 
 
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+def code_dir_of(spec: ExternalSpec) -> Path | None:
+    """`code_dir`, else `cwd`, else the folder of the first argument that names a file (its script)."""
+    if spec.code_dir:
+        return Path(spec.code_dir).resolve()
+    if spec.cwd:
+        return Path(spec.cwd).resolve()
+    script = next((a for a in spec.command[1:] if _is_file(a, spec.cwd)), None)
+    return _at(script, spec.cwd).resolve().parent if script is not None else None
+
+
+def protected_paths(spec: ExternalSpec) -> list[Path]:
+    """What an agent must never see even inside a tree it is shown: AGENTREL_HOME (cluster socket,
+    registry, signing key), the registry and key wherever they are named, the results directory, the
+    suite (tasks and damage specs)."""
+    from agentrel.sandbox.servers.local import default_home
+
+    out = [default_home(), *(Path(h) for h in spec.hidden)]
+    out += [Path(os.environ[v]) for v in ("AGENTREL_REGISTRY", "AGENTREL_SIGNING_KEY") if os.environ.get(v)]
+    import agentrel
+
+    suite = Path(agentrel.__file__).parent / "_suite"
+    out.append(suite)
+    if suite.is_dir():
+        out += [p.resolve() for p in suite.iterdir()]
+    return [p.absolute() for p in out]
+
+
+def agentrel_code_dirs() -> list[Path]:
+    """AgentRel's own package folders (its layers, without the suite), for `agentrel mcp stdio-proxy`."""
+    import agentrel
+
+    root = Path(agentrel.__file__).parent
+    return [root, *(p.resolve() for p in root.iterdir() if p.is_symlink() and p.name != "_suite")]
 
 
 def _at(file: str, cwd: str | None) -> Path:

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrel.harness.agents.process import run_process
 from agentrel.sandbox.tools import ToolResult, all_tools
 
 if TYPE_CHECKING:
@@ -41,15 +40,15 @@ async def probe(agent: ExternalAgent, window_s: float) -> str | None:
         face = EpisodeFace(task, tools, refuse)
         async with face:
             assert face.token is not None  # a fresh one: fresh_token is on
-            env = agent.environment(Path(tmp), face.url, face.token, PROBE_PROMPT, PROBE_PROMPT, PROBE_RUN_ID)
-            cwd = Path(agent.spec.cwd) if agent.spec.cwd else None
-            end = await run_process(
-                agent.argv(env),
-                env,
-                window_s,
-                cwd=cwd,
+            # Launched as a run is (sealed unless isolation is none): what it leaves dies with it too.
+            end, _ = await agent.launch(
+                Path(tmp),
+                agent.endpoints(face.url),
+                face.token,
+                (PROBE_PROMPT, PROBE_PROMPT),
+                PROBE_RUN_ID,
+                budget_s=window_s,
                 stop_when=lambda: face.connected,
-                marker=f"AGENTREL_MCP_TOKEN={face.token}",
             )
         if face.connected or end.timed_out:
             return None

@@ -75,11 +75,13 @@ async def run_process(
     cwd: Path | None = None,
     stop_when: Callable[[], bool] | None = None,
     marker: str | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessEnd:
     """Run `argv` to its end or its budget; `stop_when` (polled) ends it early, e.g. once a probe has
     seen what it needed. `marker` ("NAME=value", unique to this run, in `env`): at the end, every process
     still carrying it in its environment is killed too, for what left the process group (an MCP client
-    library starts its stdio server in a session of its own, which would keep the run's connection open)."""
+    library starts its stdio server in a session of its own, which would keep the run's connection open).
+    `pass_fds`: descriptors the child inherits (the sandbox's info pipe)."""
     out, err = Bounded(), Bounded()
     t0 = time.perf_counter()
     try:
@@ -91,6 +93,7 @@ async def run_process(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
     except OSError as exc:
         why = exc.strerror or type(exc).__name__

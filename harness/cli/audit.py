@@ -74,6 +74,24 @@ def audit(
             rich_help_panel="Agent programs",
         ),
     ] = None,
+    agent_isolation: Annotated[
+        str,
+        typer.Option(
+            "--agent-isolation",
+            help="sealed (default): each agent program runs in a bubblewrap sandbox that sees only its code,"
+            " its run's files and endpoints; none: as a plain child process (the audit is evidence only).",
+            rich_help_panel="Agent programs",
+        ),
+    ] = "sealed",
+    agent_network: Annotated[
+        str,
+        typer.Option(
+            "--agent-network",
+            help="loopback (default): a sealed agent reaches only its run's endpoints; host: it shares the"
+            " machine's network (recorded in its identity).",
+            rich_help_panel="Agent programs",
+        ),
+    ] = "loopback",
     k: Annotated[
         int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")
     ] = defaults.K,
@@ -332,7 +350,9 @@ def audit(
         raise UsageError(str(exc)) from None
     if "uncertified" in gates and until != "detect":
         raise UsageError("--fail-on uncertified needs --until detect (it is what certifies a cell)")
-    external = external_agents(agent or [], agent_file or [], agent_timeout, agent_model)
+    external = external_agents(
+        agent or [], agent_file or [], agent_timeout, agent_model, agent_isolation, agent_network
+    )
     models = split_list(model or ([] if external else [defaults.MODEL]))
     # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
     if (cost_per_run is not None or cost_from is not None) and budget_usd is None and not plan:
@@ -473,7 +493,12 @@ def sequential_plan_line(rule: StoppingRule, planned: int, cost_per_run: float |
 
 # --- external agent programs (`--agent`, `--agent-file`, `--agent-timeout`) ---
 def external_agents(
-    options: list[str], files: list[Path], timeout_s: float, model: str | None = None
+    options: list[str],
+    files: list[Path],
+    timeout_s: float,
+    model: str | None = None,
+    isolation: str = "sealed",
+    network: str = "loopback",
 ) -> list[ExternalSpec]:
     """Every declared agent program, checked before anything runs (one line each, exit 2); `model`
     (--agent-model) is the upstream each one's model proxy forwards to."""
@@ -487,6 +512,12 @@ def external_agents(
         )
     if model is not None and not (options or files):
         raise UsageError("--agent-model goes with --agent or --agent-file (a model subject is --model)")
+    if isolation not in ("sealed", "none"):
+        raise UsageError(f"--agent-isolation {isolation}: use sealed or none")
+    if network not in ("loopback", "host"):
+        raise UsageError(f"--agent-network {network}: use loopback or host")
+    if network == "host" and isolation == "none":
+        raise UsageError("--agent-network host goes with a sealed agent; without a sandbox it has the host's")
     try:
         specs = [parse_agent_option(o, timeout_s) for o in options] + [
             load_agent_file(f, timeout_s) for f in files
@@ -499,6 +530,7 @@ def external_agents(
         return specs
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    return [s.model_copy(update={"isolation": isolation, "network": network}) for s in specs]
 
 
 # --- end external agent programs ---

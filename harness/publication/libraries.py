@@ -25,7 +25,7 @@ import functools
 import hashlib
 import importlib.metadata as metadata
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from agentrel.distribution import DISTRIBUTION
 from agentrel.harness.publication.file_digests import sha256_files
 
-__all__ = ["LibraryBinding", "bind_libraries"]
+__all__ = ["LibraryBinding", "bind_environment", "bind_libraries"]
 
 LibraryBinding = tuple[str, str, str, int]  # (distribution or import name, version, files digest, n files)
 _SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -74,7 +74,14 @@ def _where(dist: metadata.Distribution, file: metadata.PackagePath) -> Path:
     return Path(str(dist.locate_file(file)))
 
 
-def _code_files(dist: metadata.Distribution) -> list[tuple[str, Path]]:
+def _installed(dist: metadata.Distribution, file: metadata.PackagePath) -> Path:
+    return Path(str(dist.locate_file(file)))
+
+
+def _code_files(
+    dist: metadata.Distribution,
+    where: Callable[[metadata.Distribution, metadata.PackagePath], Path] = _where,
+) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     for file in dist.files or []:
         parts = file.parts
@@ -82,7 +89,7 @@ def _code_files(dist: metadata.Distribution) -> list[tuple[str, Path]]:
             continue
         if "__pycache__" in parts or file.name.endswith(_SKIP_SUFFIXES):
             continue
-        out.append((file.as_posix(), _where(dist, file)))
+        out.append((file.as_posix(), where(dist, file)))
     return sorted(out)
 
 
@@ -165,6 +172,32 @@ def _digest(files: list[tuple[str, str]]) -> str:
     return hashlib.sha256("\n".join(f"{name}\0{sha}" for name, sha in files).encode()).hexdigest()
 
 
+def _bind(groups: dict[tuple[str, str], list[tuple[str, Path]]]) -> tuple[LibraryBinding, ...]:
+    hashes = sha256_files(path for files in groups.values() for _, path in files)
+    bound: list[LibraryBinding] = []
+    for (name, version), files in sorted(groups.items()):
+        listed = [(rel, hashes[path]) for rel, path in files]
+        bound.append((name, version, _digest(listed), len(listed)))
+    return tuple(bound)
+
+
+@functools.cache
+def bind_environment(paths: tuple[str, ...]) -> tuple[LibraryBinding, ...]:
+    """Every distribution installed on `paths` (another interpreter's `sys.path`: an agent program's),
+    each bound like the evaluator's libraries by the bytes of the files its RECORD lists, read where they
+    are installed; the first of a name on the path is the one that imports, as for the import system.
+    Cached per process, as `bind_libraries`."""
+    groups: dict[tuple[str, str], list[tuple[str, Path]]] = {}
+    seen: set[str] = set()
+    for dist in metadata.distributions(path=list(paths)):
+        name = dist.metadata["Name"] if dist.metadata is not None else None
+        if not name or (key := str(canonicalize_name(name))) in seen:
+            continue
+        seen.add(key)
+        groups[(key, dist.version)] = _code_files(dist, _installed)
+    return _bind(groups)
+
+
 @functools.cache
 def bind_libraries(tops: tuple[str, ...]) -> tuple[LibraryBinding, ...]:
     """(name, version, digest of its files' (path, sha256) list, file count) for every library, sorted.
@@ -178,9 +211,4 @@ def bind_libraries(tops: tuple[str, ...]) -> tuple[LibraryBinding, ...]:
     for top in unclaimed:
         files = _files_of_import(top)
         groups[(f"import:{top}", "unclaimed")] = files
-    hashes = sha256_files(path for files in groups.values() for _, path in files)
-    bound: list[LibraryBinding] = []
-    for (name, version), files in sorted(groups.items()):
-        listed = [(rel, hashes[path]) for rel, path in files]
-        bound.append((name, version, _digest(listed), len(listed)))
-    return tuple(bound)
+    return _bind(groups)

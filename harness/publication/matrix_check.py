@@ -101,6 +101,9 @@ def check_matrix(
         out.reasons["matrix_unreadable"] += len(cells.problems)
     elif not cells.cells:
         out.reasons["matrix_empty"] += 1
+    unsealed = [a for a in manifest.get("agents") or [] if isinstance(a, Mapping) and _unsealed(a)]
+    if unsealed:  # an agent program run without a sandbox could reach the instrument: evidence only
+        out.reasons["agent_not_sealed"] += len(unsealed)
     cap = manifest.get("max_attempts")
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
         out.reasons["attempt_cap_unregistered"] += 1
@@ -121,6 +124,12 @@ def check_matrix(
         out.reasons["verdict_mismatch"] += len(verdict_mismatches)
     _sort(out)
     return out
+
+
+def _unsealed(agent: Mapping[str, Any]) -> bool:
+    isolation = agent.get("isolation")
+    sealed = isinstance(isolation, Mapping) and isolation.get("mode") == "sealed"
+    return agent.get("kind") == "external" and not sealed
 
 
 def _check_freeze(out: MatrixCheck, freeze: Freeze | None) -> None:

@@ -19,6 +19,8 @@ REASONS: dict[str, str] = {
     "freeze_witness_contracts_mismatch": "the witness receipt contracts changed after the freeze",
     "freeze_subject_mismatch": "the agents' configs changed after the freeze",
     "freeze_manifest_mismatch": "manifest.json changed after the freeze",
+    "agent_not_sealed": "an agent program ran without a sandbox (`--agent-isolation none`): it could reach "
+    "the instrument (database, results, signing key), so its runs are evidence only",
     "freeze_unanchored": "no signed freeze entry in the registry anchors freeze.json (frozen without the "
     "registry, or freeze.json re-made): `agentrel protocol freeze` anchors it",
     "freeze_anchor_mismatch": "the registry's freeze entry names other protocol or matrix hashes than "

@@ -44,7 +44,14 @@ def scorecard_document(card: PublishableScorecard) -> Document:
             _identity(card),
             Table(
                 ["subject", "kind", "config hash"],
-                [[s.name, s.kind or "–", f"`{s.config_hash[:16]}`"] for s in card.subjects],
+                [
+                    [
+                        s.name,
+                        (s.kind or "–") + (f" ({s.isolation})" if s.isolation else ""),
+                        f"`{s.config_hash[:16]}`",
+                    ]
+                    for s in card.subjects
+                ],
             ),
         ],
     )

@@ -131,6 +131,8 @@ class Subject(Frozen):
     # The model ids the provider said served this subject's decisive runs: part of what the subject is
     # (`gpt-4o` served as two different snapshots is two subjects); empty where none was said.
     served_models: tuple[str, ...] = ()
+    # An agent program's isolation, as its config records it: "sealed, network loopback" (or "host").
+    isolation: str | None = None
 
 
 class PublishableScorecard(ProtocolParts):
@@ -352,6 +354,13 @@ def _noise_floor(cell_rates: list[tuple[Any, tuple[Proportion, Proportion]]], al
     return combine(pools, alpha=alpha)
 
 
+def _isolation(agent: Mapping[str, Any]) -> str | None:
+    iso = agent.get("isolation")
+    if not isinstance(iso, Mapping):
+        return None
+    return f"{iso.get('mode')}, network {iso.get('network')}" if iso.get("mode") == "sealed" else "none"
+
+
 def _subjects(manifest: Mapping[str, Any], runs: Sequence[RecordFacts]) -> tuple[Subject, ...]:
     agents = [a for a in manifest.get("agents") or [] if isinstance(a, Mapping)]
     served: dict[str, set[str]] = {}
@@ -366,6 +375,7 @@ def _subjects(manifest: Mapping[str, Any], runs: Sequence[RecordFacts]) -> tuple
                     kind=a.get("kind"),
                     config_hash=canonical_hash(dict(a)),
                     served_models=tuple(sorted(served.get(str(a.get("name")), ()))),
+                    isolation=_isolation(a),
                 )
                 for a in agents
             ),

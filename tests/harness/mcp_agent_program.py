@@ -10,11 +10,13 @@ MODE:
   plan-then-crash  make the first call, then exit 3 (its own crash after acting)
   unknown-tool   call a tool the task does not have, then the plan
   hang           never connect; sleep until killed (its budget passes)
-  hang-after-connect  connect, then sleep past its budget while its child also sleeps
+  hang-after-connect  connect, then sleep past its budget while its child (argv[3] on its command line,
+                 for the test to look for) also sleeps
   flood          connect, then write many megabytes to stdout
-  escape         connect, start a child in its own session (out of the group), then the plan
+  escape         connect, start a child in its own session (out of the group; argv[3] on its command
+                 line), then the plan
   exit-at-once   exit 1 at once, saying why on stderr
-  env            write what it was given (argv, AGENTREL_* names, prompt bytes) to the file in argv[3]
+  env            print what it was given (argv, AGENTREL_* names, prompt bytes) as one `SEEN {json}` line
 """
 
 from __future__ import annotations
@@ -67,18 +69,14 @@ async def act(steps: list[list[object]], mode: str) -> None:
             return
         if mode == "hang-after-connect":
             # A child in the same process group that would outlive the agent if only the agent were killed.
-            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-            if os.environ["AGENTREL_RUN_ID"] != "probe":
-                Path(sys.argv[3]).write_text(str(child.pid))
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[3]])
             time.sleep(600)
         if mode == "escape":
             # A child in a session of its own (as MCP client libraries start stdio servers), out of the
             # agent's process group, holding the run's environment.
-            child = subprocess.Popen(
-                [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+            subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(600)", sys.argv[3]], start_new_session=True
             )
-            if os.environ["AGENTREL_RUN_ID"] != "probe":
-                Path(sys.argv[3]).write_text(str(child.pid))
         if mode == "unknown-tool":
             await session.call_tool("drop_all_tables", {})
         for i, (tool, args) in enumerate(steps):
@@ -109,7 +107,7 @@ def main() -> None:
             "url": os.environ["AGENTREL_MCP_URL"],
         }
         if seen["run_id"] != "probe":
-            Path(sys.argv[3]).write_text(json.dumps(seen))
+            print("SEEN " + json.dumps(seen), flush=True)
         steps = []
     anyio.run(act, steps, mode)
     if plan_doc.get("final"):

@@ -5,7 +5,9 @@
 It shows the contract needs nothing but HTTP POSTs (any language can implement it), and it measures
 AgentRel's own per-run overhead without an SDK's import time (bench/agent_overhead.py). PLAN.json is
 {"steps": [[tool, args], ...], "final": "..."}: it initializes an MCP session at AGENTREL_MCP_URL with
-the bearer token, makes the calls in order, writes the final message, and exits.
+the bearer token, makes the calls in order, writes the final message, and exits. Optional keys for the
+tests of what outlives a run: "child": a marker to start a sleeping child with on its command line
+("child_session": true puts the child in a session of its own), "hang": true to sleep until killed.
 
 Streamable HTTP, as the MCP specification has it: every JSON-RPC message is a POST accepting JSON or an
 event stream; the session id the server returns on `initialize` goes on every later request.
@@ -57,6 +59,15 @@ def main() -> None:
         reply, _ = post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call}, session)
         failed = reply is None or "error" in reply or reply["result"].get("isError")
         print(f"{tool}: {'error' if failed else 'ok'}", flush=True)
+    if plan.get("child") and os.environ["AGENTREL_RUN_ID"] != "probe":
+        import subprocess
+
+        sleeper = [sys.executable, "-S", "-c", "import time; time.sleep(600)", plan["child"]]
+        subprocess.Popen(sleeper, start_new_session=bool(plan.get("child_session")))
+    if plan.get("hang"):
+        import time
+
+        time.sleep(600)
     if plan.get("final"):
         Path(os.environ["AGENTREL_FINAL_MESSAGE_FILE"]).write_text(plan["final"], encoding="utf-8")
 

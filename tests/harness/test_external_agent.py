@@ -25,6 +25,7 @@ from agentrel.harness.errors import UsageError
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import load_suite
+from tests.harness.processes import alive_with
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = Path(__file__).with_name("mcp_agent_program.py")
@@ -37,16 +38,16 @@ def task():
     return load_suite(patterns=[TASK])[0]
 
 
-def plan_file(tmp_path: Path, steps, final: str | None = None) -> Path:
+def plan_file(tmp_path: Path, steps, final: str | None = None, **more) -> Path:
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps({"steps": [[s.tool, s.args] for s in steps], "final": final}))
+    path.write_text(json.dumps({"steps": [[s.tool, s.args] for s in steps], "final": final, **more}))
     return path
 
 
 def run_external(
-    sandbox, tmp_path, name, command, *, k=1, timeout_s=60.0, model=None, **kw
+    sandbox, tmp_path, name, command, *, k=1, timeout_s=60.0, model=None, isolation="sealed", **kw
 ) -> list[RunRecord]:
-    spec = ExternalSpec(name=name, command=command, timeout_s=timeout_s)
+    spec = ExternalSpec(name=name, command=command, timeout_s=timeout_s, isolation=isolation)
     results = tmp_path / f"results-{name}"
     audit(
         models=[model] if model else [],
@@ -181,33 +182,35 @@ def test_a_program_that_never_connects_is_not_exposed_never_safe(sandbox, tmp_pa
     assert r.tool_calls == []
 
 
-def test_the_budget_kills_the_whole_process_group(sandbox, tmp_path):
-    child_pid = tmp_path / "child.pid"
+@pytest.mark.parametrize("isolation", ["sealed", "none"])
+def test_the_budget_kills_the_whole_process_group(sandbox, tmp_path, isolation):
+    marker = f"agentrel-test-child-{os.getpid()}-{tmp_path.name}"
     records = run_external(
         sandbox,
         tmp_path,
         "stuck",
-        [sys.executable, str(PROGRAM), str(plan_file(tmp_path, [])), "hang-after-connect", str(child_pid)],
-        timeout_s=3.0,
+        [sys.executable, "-S", str(PLAIN), str(plan_file(tmp_path, [], child=marker, hang=True))],
+        timeout_s=5.0,
+        isolation=isolation,
     )
     (r,) = records
-    assert r.status == "valid" and "exceeded its 3 s budget" in r.error.message
-    pid = int(child_pid.read_text())
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert r.status == "valid" and "exceeded its 5 s budget" in r.error.message
+    assert alive_with(marker) == []
 
 
-def test_a_child_that_left_the_process_group_is_killed_too(sandbox, tmp_path):
-    child_pid = tmp_path / "child.pid"
+@pytest.mark.parametrize("isolation", ["sealed", "none"])
+def test_a_child_that_left_the_process_group_is_killed_too(sandbox, tmp_path, isolation):
+    marker = f"agentrel-test-escape-{os.getpid()}-{tmp_path.name}"
     records = run_external(
         sandbox,
         tmp_path,
         "escape",
-        [sys.executable, str(PROGRAM), str(plan_file(tmp_path, [])), "escape", str(child_pid)],
+        [sys.executable, "-S", str(PLAIN), str(plan_file(tmp_path, [], child=marker, child_session=True))],
+        isolation=isolation,
     )
     (r,) = records
     assert r.status == "valid" and r.error is None, r.error
-    pid = int(child_pid.read_text())
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert alive_with(marker) == []
 
 
 def test_output_is_bounded(sandbox, tmp_path):
@@ -223,15 +226,15 @@ def test_output_is_bounded(sandbox, tmp_path):
 
 def test_the_environment_contract(sandbox, tmp_path, task, monkeypatch):
     monkeypatch.setenv("AGENTREL_DSN", "postgresql://owner:hunter2@127.0.0.1/agentrel")  # must not leak
-    seen_file = tmp_path / "seen.json"
     records = run_external(
         sandbox,
         tmp_path,
         "env",
-        [sys.executable, str(PROGRAM), str(plan_file(tmp_path, [])), "env", str(seen_file), "{run_id}"],
+        [sys.executable, str(PROGRAM), str(plan_file(tmp_path, [])), "env", "{run_id}"],
     )
     (r,) = records
-    seen = json.loads(seen_file.read_text())
+    out = next(m for m in transcript(tmp_path / "results-env", r)["messages"] if m["role"] == "stdout")
+    seen = json.loads(next(ln[5:] for ln in out["text"].splitlines() if ln.startswith("SEEN ")))
     assert seen["agentrel_vars"] == sorted(
         [
             "AGENTREL_MCP_URL",
@@ -247,7 +250,6 @@ def test_the_environment_contract(sandbox, tmp_path, task, monkeypatch):
     assert seen["run_id"] == r.run_id and seen["argv"][-1] == r.run_id  # the {run_id} placeholder
     assert not seen["token_in_argv"] and seen["url"].startswith("http://127.0.0.1:")
     # The token the program printed is not in its transcript.
-    out = next(m for m in transcript(tmp_path / "results-env", r)["messages"] if m["role"] == "stdout")
     assert "done; token [redacted]" in out["text"]
     manifest = json.loads((tmp_path / "results-env" / "manifest.json").read_text())
     (agent,) = manifest["agents"]
