@@ -351,7 +351,12 @@ def audit(
     if "uncertified" in gates and until != "detect":
         raise UsageError("--fail-on uncertified needs --until detect (it is what certifies a cell)")
     external = external_agents(
-        agent or [], agent_file or [], agent_timeout, agent_model, agent_isolation, agent_network
+        agent or [],
+        agent_file or [],
+        agent_timeout,
+        model=agent_model,
+        isolation=agent_isolation,
+        network=agent_network,
     )
     models = split_list(model or ([] if external else [defaults.MODEL]))
     # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
@@ -496,6 +501,7 @@ def external_agents(
     options: list[str],
     files: list[Path],
     timeout_s: float,
+    *,
     model: str | None = None,
     isolation: str = "sealed",
     network: str = "loopback",

@@ -272,6 +272,9 @@ def audited(sandbox, tmp_path: Path, plan: dict[str, Any], model: str | None) ->
         timeout_s=60,
         cwd=str(cwd),
         model=model,
+        # Unsealed here: the program writes its report into tmp_path (a sealed one cannot); sealing with
+        # the proxy is `make test-agents`' (both frameworks reach their model only through it).
+        isolation="none",
     )
     results = tmp_path / "results"
     audit(
@@ -385,12 +388,12 @@ def test_a_bad_agent_model_is_one_line_before_any_run(monkeypatch, model, agents
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(UsageError) as err:
-        external_agents(agents, [], 60.0, model)
+        external_agents(agents, [], 60.0, model=model)
     assert says in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_agent_model_joins_the_subject_identity_and_never_its_key(monkeypatch, openai_up):
-    (spec,) = external_agents([f"a={sys.executable} -c pass"], [], 60.0, "openai/gpt-test")
+    (spec,) = external_agents([f"a={sys.executable} -c pass"], [], 60.0, model="openai/gpt-test")
     config = ExternalAgent(spec).config()
     assert config["model"]["spec"] == "openai/gpt-test" and config["model"]["request_seed"]
     assert KEY not in json.dumps(config) and "sk-" not in json.dumps(config)

@@ -285,5 +285,5 @@ def test_the_cli_refuses_host_network_without_a_sandbox():
         ("none", "host", "--agent-network host goes with a sealed agent"),
     ):
         with pytest.raises(UsageError) as caught:
-            external_agents([f"x={sys.executable} {PLAIN}"], [], 60.0, isolation, network)
+            external_agents([f"x={sys.executable} {PLAIN}"], [], 60.0, isolation=isolation, network=network)
         assert message in str(caught.value)
