@@ -263,7 +263,7 @@ def _isolation(sb: Sandbox, prepared: PreparedTask, guarded: _Guarded) -> list[P
     problems = []
     try:
         for name, digest in guarded.databases.items():
-            got = dump_database(sb.server.conninfo(name), sb.env.table_infos().values()).digest()
+            got = sb.dbs.dump(name).digest()  # templates take no connections: read through a clone
             if got != digest:
                 what = "a sibling run database" if name == guarded.sibling else f"database {name}"
                 tools = sorted({s.tool for sc in prepared.task.scripts().values() for s in sc.steps})
@@ -281,6 +281,7 @@ def _isolation(sb: Sandbox, prepared: PreparedTask, guarded: _Guarded) -> list[P
 
 def check_environment(sb: Sandbox, tasks: Iterable[Task] | None = None) -> list[Problem]:
     """Every check on the sandbox's environment; an empty list means it conforms."""
+    sb.dbs.checked_digest(sb.seed_template())  # dumped now: a template changed out of band is rebuilt
     problems = check_seed(sb)
     if any(p.check == "seed" for p in problems):
         return problems  # nothing built on a seed that moves can be checked
