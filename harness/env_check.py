@@ -281,7 +281,7 @@ def _isolation(sb: Sandbox, prepared: PreparedTask, guarded: _Guarded) -> list[P
 
 def check_environment(sb: Sandbox, tasks: Iterable[Task] | None = None) -> list[Problem]:
     """Every check on the sandbox's environment; an empty list means it conforms."""
-    sb.dbs.checked_digest(sb.seed_template())  # dumped now: a template changed out of band is rebuilt
+    sb.checked_seed_digest()  # dumped now: a template changed out of band is rebuilt
     problems = check_seed(sb)
     if any(p.check == "seed" for p in problems):
         return problems  # nothing built on a seed that moves can be checked

@@ -282,14 +282,15 @@ class Databases:
         self._states.setdefault(state.digest(), state)
         self._cache(name, state)
 
-    def checked_digest(self, template: Template) -> str:
-        """The digest of `template`'s content, dumped now (not the one recorded at its build). A template
-        found changed is built again first (`_build`), so this is the digest runs will start from."""
+    def forget_check(self, name: str) -> None:
+        """The next `_build` of template `name` in this process dumps and checks it again."""
         with _CHECKED_LOCK:
-            _CHECKED.pop((self.server.conninfo("postgres"), template.name), None)
-        self._checked_template(template.name, template.digest)
+            _CHECKED.pop((self.server.conninfo("postgres"), name), None)
+
+    def computed_digest(self, name: str) -> str | None:
+        """The digest of template `name` as dumped by this process (at its build or its check), if any."""
         with _CHECKED_LOCK:
-            return _CHECKED.get((self.server.conninfo("postgres"), template.name), "")
+            return _CHECKED.get((self.server.conninfo("postgres"), name))
 
     def dump_template(self, name: str) -> State:
         """A full dump of a template, read through a scratch clone: templates take no connections."""

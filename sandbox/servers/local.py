@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-from agentrel.sandbox.servers.auth import SuperuserSecret, ensure_sealed, write_pwfile
+from agentrel.sandbox.servers.auth import SuperuserSecret, ensure_sealed, lets_anyone_in, write_pwfile
 from agentrel.sandbox.servers.base import SandboxError, ServerInfo
 from agentrel.sandbox.servers.settings import server_settings
 
@@ -155,7 +155,9 @@ class LocalCluster:
             ) from None
         if (self.datadir / "PG_VERSION").exists() and not self.secret.exists():
             with self._lock():
-                if not self.secret.exists():
+                # a running cluster that still lets anyone in is sealed over SQL below, without a stop
+                trusting = self._accepting() and lets_anyone_in(self._address("postgres"))
+                if not self.secret.exists() and not trusting:
                     self._reset_password()
         if not self._accepting():
             self._bin("initdb")  # fail on missing binaries before creating any directory
