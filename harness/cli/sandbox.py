@@ -134,7 +134,7 @@ def down(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
 
 @app.command()
 def destroy(backend: Backend = None) -> None:
-    """Stop the local cluster and delete its files (data directory and RAM run space)."""
+    """Stop the local cluster and delete its files (data directory, RAM run space, password file)."""
     from agentrel.sandbox.servers.local import LocalCluster
 
     if (backend or "local") != "local":
