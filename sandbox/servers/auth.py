@@ -13,7 +13,10 @@ Whether a server is sealed is asked of the server itself: a login with a wrong p
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import hmac
 import os
 import secrets
 import sys
@@ -36,6 +39,11 @@ HBA_LINES = (
     f"host all all ::1/128 {METHOD}",
 )
 RELOAD_TIMEOUT_S = 10.0
+# PBKDF2 rounds in the verifiers AgentRel stores. Rounds slow down guessing a weak password from a stolen
+# verifier; these passwords are 256 (superuser) and 192 (run roles) random bits, which no number of
+# guesses reaches, while every login pays the rounds on the client: at libpq's 4096 a run's four logins
+# cost ~10 ms of PBKDF2 (bench/run_overhead.py's budget is ~48 ms a run), at 16 a few microseconds.
+ITERATIONS = 16
 
 
 class SuperuserSecret:
@@ -127,6 +135,8 @@ def ensure_sealed(conninfo: str, secret: SuperuserSecret, where: str, fix: str) 
                 f"the sandbox server at {where} needs the superuser password, and its file {secret.path} "
                 f"is gone: {fix} (it deletes the server and its templates)"
             )
+        with psycopg.connect(make_conninfo(conninfo, **secret.params()), autocommit=True) as conn:
+            cheapen(conn, secret.read())
         return
     password = secret.ensure()
     with psycopg.connect(make_conninfo(conninfo, **secret.params()), autocommit=True) as conn:
@@ -162,4 +172,31 @@ def seal(conn: psycopg.Connection, password: str) -> None:
 def role_verifier(conn: psycopg.Connection, role: str, password: str) -> str:
     """The scram-sha-256 verifier of `password` for `role`, computed here: CREATE ROLE then carries no
     password in clear (a statement that fails is written to the server's log with its text)."""
-    return conn.pgconn.encrypt_password(password.encode(), role.encode(), METHOD.encode()).decode()
+    return scram_verifier(password)
+
+
+def scram_verifier(password: str, iterations: int = ITERATIONS, salt: bytes | None = None) -> str:
+    """What Postgres stores for a scram-sha-256 password (RFC 5802, 7677): `SCRAM-SHA-256$<iterations>:
+    <salt>$<StoredKey>:<ServerKey>`. The passwords AgentRel makes are ASCII, which SASLprep leaves as is."""
+    salt = salt if salt is not None else os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+    stored_key = hashlib.sha256(client_key).digest()
+
+    def b64(b: bytes) -> str:
+        return base64.b64encode(b).decode()
+
+    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
+
+
+def cheapen(conn: psycopg.Connection, password: str) -> None:
+    """initdb stores the superuser's verifier at libpq's 4096 rounds: store it at ITERATIONS instead
+    (one catalog read when it already is), so the harness's own logins stay cheap."""
+    row = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = current_user").fetchone()
+    if row is None or str(row[0] or "").startswith(f"SCRAM-SHA-256${ITERATIONS}:"):
+        return
+    verifier = scram_verifier(password)
+    conn.execute(
+        sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(conn.info.user), sql.Literal(verifier))
+    )

@@ -23,7 +23,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentrel.sandbox import databases
-from agentrel.sandbox.servers.auth import HBA_LINES, lets_anyone_in
+from agentrel.sandbox.servers.auth import HBA_LINES, ITERATIONS, lets_anyone_in
 from agentrel.sandbox.servers.local import LocalCluster
 
 ATTACKER = Path(__file__).with_name("db_attacker.py")
@@ -84,6 +84,14 @@ def test_another_runs_role_cannot_be_guessed_into(sandbox, tmp_path):
         assert attack(tmp_path, [guessed, as_owner])["logins"] == {guessed: None, as_owner: None}
         with psycopg.connect(sandbox.dbs.tool_conninfo(victim)) as conn:  # its own password gets in
             assert conn.execute("SELECT current_user").fetchone() == (victim,)
+        with sandbox.dbs.admin() as conn:  # stored as scram verifiers (ours, cheap to log in with)
+            owner = conn.info.user
+            stored = conn.execute(
+                "SELECT rolname, split_part(rolpassword, ':', 1) FROM pg_authid WHERE rolname IN (%s, %s)",
+                (victim, owner),
+            ).fetchall()
+        scram = f"SCRAM-SHA-256${ITERATIONS}"
+        assert sorted(stored) == sorted([(victim, scram), (owner, scram)])
     finally:
         sandbox.dbs.drop(victim)
 
