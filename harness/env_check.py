@@ -263,7 +263,7 @@ def _isolation(sb: Sandbox, prepared: PreparedTask, guarded: _Guarded) -> list[P
     problems = []
     try:
         for name, digest in guarded.databases.items():
-            got = dump_database(sb.server.conninfo(name), sb.env.table_infos().values()).digest()
+            got = sb.dbs.dump(name).digest()  # templates take no connections: read through a clone
             if got != digest:
                 what = "a sibling run database" if name == guarded.sibling else f"database {name}"
                 tools = sorted({s.tool for sc in prepared.task.scripts().values() for s in sc.steps})
@@ -284,6 +284,8 @@ def check_environment(
 ) -> list[Problem]:
     """Every check on the sandbox's environment; an empty list means it conforms. `say` hears each step
     as it starts (the seed twice, then each task), so a long check is never silent."""
+    say("the seed template against its recorded digest (rebuilt if changed out of band)")
+    sb.checked_seed_digest()  # dumped now: a template changed out of band is rebuilt
     say("building the seed twice and comparing (keys, clock columns)")
     problems = check_seed(sb)
     if any(p.check == "seed" for p in problems):

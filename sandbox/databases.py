@@ -3,6 +3,11 @@
 Names say what a database is: `agentrel_seed_<key>`, `agentrel_task_<key>`, and
 `agentrel_run_<host>_<pid>_<nonce>`. A run database whose owning process on this host is gone was
 orphaned by a crash and is dropped by `drop_orphans()` at the next start.
+
+Templates are closed (`datallowconn = false`) once built: nobody logs into one, not even the superuser, and
+`CREATE DATABASE ... TEMPLATE` clones it all the same. Before a process first clones a template, its
+content is dumped (through a scratch clone) and checked against the digest recorded when it was built; a
+template changed out of band is said in one line, dropped and built again, never used.
 """
 
 from __future__ import annotations
@@ -35,6 +40,10 @@ PREFIX = "agentrel_"
 RUN_PREFIX = f"{PREFIX}run_"
 RUN_TABLESPACE = "agentrel_runs"
 HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+# (server, template name) -> the digest its content was found to have, once per process: a template is
+# checked before this process first clones it, not before every run (bench/run_overhead.py's budget).
+_CHECKED: dict[tuple[str, str], str] = {}
+_CHECKED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,9 @@ class Databases:
         """How a run's tool box connects: as the run's own role (sandbox/roles.py), not as the owner."""
         if not self.confined():
             return self.server.conninfo(run)
-        params = {k: v for k, v in conninfo_to_dict(self.server.conninfo(run)).items() if k != "password"}
+        # Neither the owner's password nor where it is kept: the run's role has its own.
+        secret = ("password", "passfile")
+        params = {k: v for k, v in conninfo_to_dict(self.server.conninfo(run)).items() if k not in secret}
         params["user"] = run
         if run in self._passwords:
             params["password"] = self._passwords[run]
@@ -154,6 +165,7 @@ class Databases:
             conn.execute(
                 sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(tmp), sql.Literal(digest))
             )
+            _close(conn, tmp)
             conn.execute(
                 sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(tmp), sql.Identifier(final))
             )
@@ -223,9 +235,10 @@ class Databases:
 
     def _build(self, name: str, make: Callable[[str], State], what: str) -> Template:
         """Build template `name` once: `make(tmp)` fills a scratch database and returns its state, which
-        is then published by renaming, its digest in the database comment. Reused while it exists."""
+        is then published by renaming, its digest in the database comment, closed to connections. Reused
+        while it exists, once its content is found to match that digest (`_checked_template`)."""
         digest = self.comment(name)
-        if digest:
+        if digest and self._checked_template(name, digest):
             return Template(name, digest)
         tmp = self._tmp_name()
         notice(f"building {what} (first use of this seed and code)")
@@ -240,9 +253,64 @@ class Databases:
         except BaseException:
             self.drop(tmp)
             raise
-        self._cache(name, state)
+        self._remember(name, state)
         notice(f"built {what} in {time.monotonic() - started:.1f} s")
         return Template(name, digest)
+
+    def _checked_template(self, name: str, recorded: str) -> bool:
+        """Whether template `name` holds what its recorded digest says, dumped once per process; False
+        (said on stderr, the template dropped) when it does not, so the caller builds it again."""
+        key = (self.server.conninfo("postgres"), name)
+        with _CHECKED_LOCK:
+            if _CHECKED.get(key) == recorded:
+                return True
+        state = self.dump_template(name)
+        got = state.digest()
+        if got != recorded:
+            notice(
+                f"template {name} holds {got[:12]}…, not the {recorded[:12]}… it was built with "
+                "(changed outside AgentRel): dropped and built again"
+            )
+            self.drop(name)
+            return False
+        with self.admin() as conn:
+            _close(conn, name)  # one an earlier version built and left open
+        self._remember(name, state)
+        return True
+
+    def _remember(self, name: str, state: State) -> None:
+        """`name` was just built or checked and holds `state`: no dump of it is needed again here."""
+        with _CHECKED_LOCK:
+            _CHECKED[(self.server.conninfo("postgres"), name)] = state.digest()
+        self._states.setdefault(state.digest(), state)
+        self._cache(name, state)
+
+    def forget_check(self, name: str) -> None:
+        """The next `_build` of template `name` in this process dumps and checks it again."""
+        with _CHECKED_LOCK:
+            _CHECKED.pop((self.server.conninfo("postgres"), name), None)
+
+    def computed_digest(self, name: str) -> str | None:
+        """The digest of template `name` as dumped by this process (at its build or its check), if any."""
+        with _CHECKED_LOCK:
+            return _CHECKED.get((self.server.conninfo("postgres"), name))
+
+    def dump_template(self, name: str) -> State:
+        """A full dump of a template, read through a scratch clone: templates take no connections."""
+        scratch = self._tmp_name()
+        self.clone(name, scratch, self.run_tablespace())
+        try:
+            return dump_database(self.server.conninfo(scratch), self.env.table_infos().values())
+        finally:
+            self.drop(scratch)
+
+    def dump(self, name: str) -> State:
+        """A full dump of any AgentRel database: through a clone where it takes no connections."""
+        with self.admin() as conn:
+            row = conn.execute("SELECT datallowconn FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if row == (False,):
+            return self.dump_template(name)
+        return dump_database(self.server.conninfo(name), self.env.table_infos().values())
 
     def template_state(self, template: Template) -> State:
         """The pre-run dump of a template: computed once, cached on disk and in memory, checked by digest.
@@ -265,7 +333,7 @@ class Databases:
                     return state
             except DumpFormatError:
                 pass
-        state = dump_database(self.server.conninfo(template.name), self.env.table_infos().values())
+        state = self.dump_template(template.name)
         if state.digest() != template.digest:
             raise SandboxError(
                 f"template {template.name} no longer matches its digest: run `agentrel sandbox reset`"
@@ -286,12 +354,10 @@ class Databases:
         """Clone `template` for one run; connect its tool box with `tool_conninfo(name)`."""
         name = f"{RUN_PREFIX}{HOST_TAG}_{os.getpid()}_{secrets.token_hex(4)}"
         tablespace, confined = self.run_tablespace(), self.confined()
-        # Hashing a password costs the server milliseconds: skipped where auth is trust.
-        with_password = not getattr(self.server, "trust_auth", False)
         with self.admin() as conn:
             _clone(conn, template.name, name, tablespace)
             try:
-                password = roles.create_run_role(conn, name, with_password) if confined else None
+                password = roles.create_run_role(conn, name) if confined else None
             except BaseException:
                 self.drop(name)
                 raise
@@ -346,6 +412,11 @@ def _clone(conn: psycopg.Connection, template: str, name: str, tablespace: str |
         )
     )
     roles.revoke_public(conn, name)
+
+
+def _close(conn: psycopg.Connection, name: str) -> None:
+    """No more logins to database `name`, the superuser's included; cloning it still works."""
+    conn.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(name)))
 
 
 def _alive(pid: int) -> bool:

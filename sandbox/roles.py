@@ -24,6 +24,8 @@ import secrets
 import psycopg
 from psycopg import sql
 
+from agentrel.sandbox.servers.auth import role_verifier
+
 VERSION = "1"  # part of the seed template key: templates without these grants are rebuilt
 GROUP = "agentrel_tool"
 _LIMITS = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
@@ -64,12 +66,18 @@ def revoke_public(conn: psycopg.Connection, dbname: str) -> None:
     conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(dbname)))
 
 
-def create_run_role(conn: psycopg.Connection, dbname: str, with_password: bool) -> str | None:
+def create_run_role(conn: psycopg.Connection, dbname: str, with_password: bool = True) -> str | None:
     """The run's role, named like its database (closed to PUBLIC when it was cloned), allowed into it
-    alone; returns its password, if any. One simple-protocol round trip, one implicit transaction."""
+    alone; returns its password: random, this run's alone, held in memory only (the server stores its
+    scram verifier, computed here so no statement carries the password). One simple-protocol round
+    trip, one implicit transaction."""
     role, db = sql.Identifier(dbname), sql.Identifier(dbname)
     password = secrets.token_urlsafe(24) if with_password else None
-    auth = sql.SQL(" PASSWORD {}").format(sql.Literal(password)) if password else sql.SQL("")
+    auth = (
+        sql.SQL(" PASSWORD {}").format(sql.Literal(role_verifier(conn, dbname, password)))
+        if password
+        else sql.SQL("")
+    )
     conn.execute(
         sql.SQL(
             "CREATE ROLE {role} LOGIN " + _LIMITS + "{auth} IN ROLE {group}; "

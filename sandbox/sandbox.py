@@ -65,6 +65,21 @@ class Sandbox:
     def seed_template(self) -> Template:
         return self.dbs.seed_template(self.seed, self.scale)
 
+    def checked_seed_digest(self) -> str:
+        """The seed template's digest computed from its content now, not the one recorded at its build
+        (which a change made out of band leaves as it was); a changed template is rebuilt first, so this is
+        the digest runs start from."""
+        self.dbs.forget_check(self.dbs.seed_name(self.seed, self.scale))
+        tpl = self.seed_template()
+        digest = self.dbs.computed_digest(tpl.name)
+        if digest is None:  # another process published it between our check and our build
+            self.dbs.forget_check(tpl.name)
+            tpl = self.seed_template()
+            digest = self.dbs.computed_digest(tpl.name)
+        if digest is None:
+            raise SandboxError(f"template {tpl.name} could not be checked: run `agentrel sandbox reset`")
+        return digest
+
     def version(self) -> str:
         """The server's `version()`, and on the docker backend the image's content id after it: the
         manifest records this string, so a different image is a different protocol (no resume across

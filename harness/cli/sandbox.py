@@ -134,7 +134,7 @@ def down(dsn: Dsn = None, backend: Backend = None, image: Image = None) -> None:
 
 @app.command()
 def destroy(backend: Backend = None) -> None:
-    """Stop the local cluster and delete its files (data directory and RAM run space)."""
+    """Stop the local cluster and delete its files (data directory, RAM run space, password file)."""
     from agentrel.sandbox.servers.local import LocalCluster
 
     if (backend or "local") != "local":
@@ -177,7 +177,6 @@ def dump(
     env: EnvName = None,
 ) -> None:
     """Write a full-state dump of DBNAME; print its digest."""
-    from agentrel.sandbox.dump import dump_database
 
     with sandbox_errors():
         sb = _open(dsn, backend, image=image)
@@ -186,7 +185,7 @@ def dump(
                 f"no database named {dbname!r} on the {sb.server.name} server; "
                 "`agentrel sandbox status` lists them"
             )
-        state = dump_database(sb.server.conninfo(dbname))
+        state = sb.dbs.dump(dbname)  # a template through a clone: templates take no connections
     try:
         digest_ = state.save(output)
     except OSError as exc:

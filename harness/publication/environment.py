@@ -360,7 +360,9 @@ class SourceReader:
         if source.kind == "sandbox":
             if source.locator == "server.name":
                 return str(self.sandbox.server.name)
-            return self.sandbox.seed_template().digest
+            # What the seed template holds now, dumped, not the digest recorded when it was built: a
+            # template changed out of band would otherwise still be reported as conforming.
+            return self.sandbox.checked_seed_digest()
         done = subprocess.run(shlex.split(source.locator), capture_output=True, text=True, timeout=20)
         if done.returncode != 0:
             raise RuntimeError(f"exit {done.returncode}: {done.stderr.strip()[:200]}")

@@ -6,11 +6,14 @@ host has no registry, and a pull would put an image the user did not pin in the 
 
 The container runs with `network_mode="none"`, all capabilities dropped, as the image's `postgres` user.
 Its one mount is `AGENTREL_HOME/docker/<digest>/`, holding the data directory and the socket directory,
-one per image so that a different image never starts on another one's data.
+one per image so that a different image never starts on another one's data. Every role logs in with
+scram-sha-256; the superuser's password is kept 0600 in `AGENTREL_HOME/secrets/` (sandbox/servers/auth.py)
+and reaches initdb through a one-use file in the mount, removed by the container once initdb has run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -25,8 +28,10 @@ from typing import Any
 
 import psycopg
 
+from agentrel.sandbox.servers.auth import SuperuserSecret, ensure_sealed, write_pwfile
 from agentrel.sandbox.servers.base import SandboxError, ServerInfo
 from agentrel.sandbox.servers.local import SUPERUSER, default_home
+from agentrel.sandbox.servers.settings import server_settings
 
 # The official image (Debian 12's minor version) for hosts with a registry; `docker pull` it first.
 IMAGE = "postgres:15.18-alpine@sha256:3d0f7584ed7d04e27fa050d6683a74746608faf21f202be78460d679cc56461f"
@@ -37,19 +42,9 @@ LABEL = "org.agentrel.sandbox"
 USER_LABEL = "org.agentrel.postgres-user"
 MAX_SOCKET_PATH = 107  # sockaddr_un
 START_TIMEOUT = 60.0
-# The local cluster's settings (sandbox/servers/local.py), so both backends serve the same state.
-SETTINGS = {
-    "listen_addresses": "",
-    "unix_socket_directories": f"{MOUNT}/sock",
-    "port": "5432",
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
-    "max_connections": "200",
-    "shared_buffers": "128MB",
-    "timezone": "UTC",
-    "log_min_messages": "warning",
-}
+PWFILE = ".pwfile"  # in the mount: initdb's one-use password file
+# The local cluster's settings (sandbox/servers/settings.py), so both backends serve the same state.
+SETTINGS = server_settings(f"{MOUNT}/sock", 5432)
 # Works in the built image and in the official ones: the server binaries are found where each keeps them.
 START_SCRIPT = "\n".join(
     [
@@ -59,8 +54,10 @@ START_SCRIPT = "\n".join(
         f"D={MOUNT}/data",
         f"mkdir -p {MOUNT}/sock",
         'if [ ! -s "$D/PG_VERSION" ]; then',
-        f'  initdb -D "$D" -U {SUPERUSER} --auth=trust -E UTF8 --locale=C --no-sync >/dev/null',
+        f'  initdb -D "$D" -U {SUPERUSER} --auth=scram-sha-256 --pwfile={MOUNT}/{PWFILE} '
+        "-E UTF8 --locale=C --no-sync >/dev/null",
         "fi",
+        f"rm -f {MOUNT}/{PWFILE}",
         'exec postgres -D "$D" ' + " ".join(f"-c '{k}={v}'" for k, v in SETTINGS.items()),
     ]
 )
@@ -131,7 +128,6 @@ def find_image(engine: Any, ref: str) -> Any:
 class DockerServer:
     name = "docker"
     private = True  # AgentRel made this container: its maintenance databases may be closed to PUBLIC
-    trust_auth = True  # initdb --auth=trust; only the socket, in a directory of ours, reaches it
     run_space = RUN_SPACE
 
     def __init__(self, image: str = IMAGE, home: Path | None = None) -> None:
@@ -142,6 +138,7 @@ class DockerServer:
         self.container_name = f"agentrel-sandbox-{tag}"
         self.mount_dir = self.home / "docker" / self.digest.removeprefix("sha256:")[:12]
         self._image_id: str | None = None
+        self.secret = SuperuserSecret.in_home(self.home, f"docker-{self.mount_dir.name}", SUPERUSER)
 
     @property
     def sockdir(self) -> Path:
@@ -155,6 +152,10 @@ class DockerServer:
         return self._image_id
 
     def conninfo(self, dbname: str) -> str:
+        """The superuser's: the password file is named, the password is not."""
+        return f"{self._address(dbname)} passfile={self.secret.path}"
+
+    def _address(self, dbname: str) -> str:
         return f"host={self.sockdir} port=5432 user={SUPERUSER} dbname={dbname}"
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -173,8 +174,23 @@ class DockerServer:
             if container is None:
                 container = self._create(engine, image)
             if container.status != "running":
+                self._write_pwfile(engine, image)
                 container.start()
             self._wait(container)
+            with contextlib.suppress(OSError):  # a container made by an earlier version leaves it
+                (self.mount_dir / PWFILE).unlink(missing_ok=True)
+            fix = f"`docker rm -f {self.container_name}` and remove {self.mount_dir}"
+            ensure_sealed(self._address("postgres"), self.secret, self.container_name, fix)
+
+    def _write_pwfile(self, engine: Any, image: Any) -> None:
+        """For a first start's initdb (the script removes it either way), readable by the image's user."""
+        owner = self._user_ids(engine, image) if os.geteuid() == 0 else None
+        try:
+            write_pwfile(self.mount_dir / PWFILE, self.secret.ensure(), owner)
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot write into {self.mount_dir}: {exc.strerror}; set AGENTREL_HOME elsewhere"
+            ) from None
 
     def _create(self, engine: Any, image: Any) -> Any:
         from docker.types import Mount
@@ -241,11 +257,9 @@ class DockerServer:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if (self.sockdir / ".s.PGSQL.5432").exists():
-                try:
-                    with psycopg.connect(self.conninfo("postgres"), connect_timeout=2):
-                        return
-                except psycopg.OperationalError:
-                    pass
+                ping = psycopg.pq.PGconn.ping(f"{self._address('postgres')} connect_timeout=2".encode())
+                if ping == psycopg.pq.Ping.OK:
+                    return
             container.reload()
             if container.status in ("exited", "dead"):
                 raise SandboxError(self._exit_message(container))
@@ -308,6 +322,7 @@ class DockerServer:
         if container is not None:
             container.remove(force=True)
         shutil.rmtree(self.mount_dir, ignore_errors=True)
+        self.secret.remove()
 
 
 def _writable_by(path: Path, uid: int, gid: int) -> bool:

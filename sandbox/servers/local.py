@@ -1,5 +1,8 @@
 """LocalCluster: a private Postgres cluster (initdb + pg_ctl) on a unix socket, started on demand.
 
+Every role logs in with scram-sha-256, the superuser with a password kept 0600 under AGENTREL_HOME
+(sandbox/servers/auth.py); a cluster an earlier version made with trust is upgraded at its first start.
+
 Postgres refuses to run as root. When this process is root, the cluster runs as an unprivileged system
 user, and its data directory and socket are placed where that user can reach them: inside the project's
 home when every parent directory lets the user through, otherwise in a per-home directory under the
@@ -14,6 +17,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +26,9 @@ from pathlib import Path
 import psycopg
 
 from agentrel.sandbox.notices import notice
+from agentrel.sandbox.servers.auth import SuperuserSecret, ensure_sealed, lets_anyone_in, write_pwfile
 from agentrel.sandbox.servers.base import SandboxError, ServerInfo
+from agentrel.sandbox.servers.settings import server_settings
 
 SUPERUSER = "agentrel"
 PG_BINARIES = ("initdb", "pg_ctl", "postgres")
@@ -33,6 +39,7 @@ INSTALL_HINT = (
 MAX_SOCKET_DIR = 90
 SERVICE_USERS = ("postgres", "agentrel")
 SHM = Path("/dev/shm")
+CONF_MARKER = "# AgentRel sandbox settings"
 FALLBACK_PARENT = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
 
 
@@ -80,7 +87,6 @@ class LocalCluster:
 
     name = "local"
     private = True  # AgentRel made this cluster: its maintenance databases may be closed to PUBLIC
-    trust_auth = True  # initdb --auth=trust: roles log in without a password
 
     def __init__(self, home: Path | None = None, port: int = 5432, tcp: bool = False) -> None:
         self.home = (home or default_home()).absolute()
@@ -88,6 +94,7 @@ class LocalCluster:
         self.tcp = tcp
         self._bindir: Path | None = None
         self._root = self._choose_root()
+        self.secret = SuperuserSecret.in_home(self.home, "local", SUPERUSER)
 
     # -- layout --------------------------------------------------------------------------------------
     @property
@@ -133,6 +140,10 @@ class LocalCluster:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def conninfo(self, dbname: str) -> str:
+        """The superuser's: the password file is named, the password is not (nothing to leak)."""
+        return f"{self._address(dbname)} passfile={self.secret.path}"
+
+    def _address(self, dbname: str) -> str:
         host = "127.0.0.1" if self.tcp else str(self.sockdir)
         return f"host={host} port={self.port} user={SUPERUSER} dbname={dbname}"
 
@@ -143,6 +154,12 @@ class LocalCluster:
             raise SandboxError(
                 f"cannot use AGENTREL_HOME {self.home}: {exc.strerror}; point it at a writable directory"
             ) from None
+        if (self.datadir / "PG_VERSION").exists() and not self.secret.exists():
+            with self._lock():
+                # a running cluster that still lets anyone in is sealed over SQL below, without a stop
+                trusting = self._accepting() and lets_anyone_in(self._address("postgres"))
+                if not self.secret.exists() and not trusting:
+                    self._reset_password()
         if not self._accepting():
             self._bin("initdb")  # fail on missing binaries before creating any directory
             with self._lock():
@@ -154,7 +171,34 @@ class LocalCluster:
                     )
                     self._initdb_if_needed()
                     self._start()
+        with self._lock():
+            ensure_sealed(
+                self._address("postgres"), self.secret, str(self.datadir), "run `agentrel sandbox destroy`"
+            )
         self._ensure_run_space()
+
+    def _reset_password(self) -> None:
+        """The cluster is ours but its password file is gone (AGENTREL_HOME removed by hand while the
+        cluster lived outside it, under /var/tmp): a new password is set in single-user mode, which only
+        the data directory's owner can start, the statement on stdin (never argv or the environment)."""
+        if (self.datadir / "postmaster.pid").exists():
+            self._run([self._bin("pg_ctl"), "-D", str(self.datadir), "-m", "fast", "-w", "stop"], check=False)
+        password = self.secret.ensure()
+        statement = f"ALTER ROLE {SUPERUSER} PASSWORD '{password}'\n"
+        done = self._run(
+            [self._bin("postgres"), "--single", "-D", str(self.datadir), "postgres"], False, statement
+        )
+        if done.returncode != 0 or "ERROR" in done.stderr:
+            self.secret.remove()
+            raise SandboxError(
+                f"cannot set a new superuser password on the cluster in {self.datadir}: "
+                "run `agentrel sandbox destroy`"
+            )
+        print(
+            f"agentrel: the sandbox cluster in {self.datadir} had lost its password file: "
+            f"a new superuser password is in {self.secret.path}",
+            file=sys.stderr,
+        )
 
     def stop(self) -> None:
         if not (self.datadir / "PG_VERSION").exists():
@@ -169,6 +213,7 @@ class LocalCluster:
         """Stop the cluster and delete its files (tests and `make clean`)."""
         self.stop()
         shutil.rmtree(self._root, ignore_errors=True)
+        self.secret.remove()
         if self.run_space:
             shutil.rmtree(self.run_space, ignore_errors=True)
 
@@ -223,13 +268,11 @@ class LocalCluster:
         return None
 
     def _accepting(self) -> bool:
+        """Does a server answer on our socket (whether it would let us log in is `ensure_sealed`'s)?"""
         if not (self.datadir / "postmaster.pid").exists():
             return False
-        try:
-            with psycopg.connect(self.conninfo("postgres"), connect_timeout=3):
-                return True
-        except psycopg.OperationalError:
-            return False
+        ping = psycopg.pq.PGconn.ping(f"{self._address('postgres')} connect_timeout=3".encode())
+        return ping == psycopg.pq.Ping.OK
 
     def _bin(self, name: str) -> str:
         if self._bindir is None:
@@ -270,36 +313,36 @@ class LocalCluster:
                 os.chown(d, user.pw_uid, user.pw_gid)
         if user:
             os.chown(self._root, user.pw_uid, user.pw_gid)
-        self._run(
-            [
-                initdb,
-                "-D",
-                str(self.datadir),
-                "-U",
-                SUPERUSER,
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ]
+        # initdb reads the password from a file (never argv), in our root, gone once it has run.
+        pwfile = self._root / f".pwfile-{os.getpid()}"
+        write_pwfile(pwfile, self.secret.ensure(), (user.pw_uid, user.pw_gid) if user else None)
+        try:
+            self._run(
+                [
+                    initdb,
+                    "-D",
+                    str(self.datadir),
+                    "-U",
+                    SUPERUSER,
+                    "--auth=scram-sha-256",
+                    f"--pwfile={pwfile}",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ]
+            )
+        finally:
+            pwfile.unlink(missing_ok=True)
+        self.write_settings()
+
+    def write_settings(self, max_connections: int | None = None) -> None:
+        """Write the cluster's settings (sandbox/servers/settings.py) into postgresql.conf, replacing any
+        AgentRel block already there; they take effect at the next start."""
+        settings = server_settings(
+            str(self.sockdir), self.port, "127.0.0.1" if self.tcp else "", max_connections
         )
-        listen = "127.0.0.1" if self.tcp else ""
-        settings = {
-            "listen_addresses": f"'{listen}'",
-            "unix_socket_directories": f"'{self.sockdir}'",
-            "port": str(self.port),
-            "fsync": "off",
-            "synchronous_commit": "off",
-            "full_page_writes": "off",
-            "max_connections": "200",
-            "shared_buffers": "'128MB'",
-            "timezone": "'UTC'",
-            "log_min_messages": "warning",
-        }
-        with open(self.datadir / "postgresql.conf", "a") as fh:
-            fh.write("\n# AgentRel sandbox settings\n")
-            fh.writelines(f"{k} = {v}\n" for k, v in settings.items())
+        write_conf(self.datadir / "postgresql.conf", settings)
 
     def _start(self) -> None:
         # A stale pid file left by a killed postmaster is handled by pg_ctl itself.
@@ -321,7 +364,9 @@ class LocalCluster:
             tail = _tail(self.logfile)
             raise SandboxError(f"Postgres failed to start in {self.datadir}: {tail or result.stderr.strip()}")
 
-    def _run(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, argv: list[str], check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         user = self._service_user()
         kwargs: dict = {}
         env = dict(os.environ, LC_ALL="C", LANG="C")
@@ -329,7 +374,9 @@ class LocalCluster:
             kwargs = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
             env["HOME"] = str(self._root)
         try:
-            result = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=self._root, **kwargs)
+            result = subprocess.run(
+                argv, capture_output=True, text=True, env=env, cwd=self._root, input=stdin, **kwargs
+            )
         except FileNotFoundError:
             raise SandboxError(f"{argv[0]} not found: {INSTALL_HINT}") from None
         if check and result.returncode != 0:
@@ -338,6 +385,14 @@ class LocalCluster:
                 f"{Path(argv[0]).name} failed in {self._root}: {msg[-1] if msg else 'no output'}"
             )
         return result
+
+
+def write_conf(path: Path, settings: dict[str, str]) -> None:
+    """postgresql.conf with its AgentRel block (from the marker to the end) replaced by `settings`."""
+    text = path.read_text()
+    head = text.split(CONF_MARKER, 1)[0].rstrip("\n")
+    body = "".join(f"{k} = '{v}'\n" for k, v in settings.items())
+    path.write_text(f"{head}\n\n{CONF_MARKER}\n{body}")
 
 
 def _reachable(home: Path, user: pwd.struct_passwd) -> bool:

@@ -33,7 +33,7 @@ def test_run_databases_are_isolated_from_each_other_and_from_the_template(sandbo
         changed = dump_database(sandbox.server.conninfo(a)).digest()
         assert changed != tpl.digest
         assert dump_database(sandbox.server.conninfo(b)).digest() == tpl.digest
-        assert dump_database(sandbox.server.conninfo(tpl.name)).digest() == tpl.digest
+        assert sandbox.dbs.dump_template(tpl.name).digest() == tpl.digest
     finally:
         sandbox.dbs.drop(a)
         sandbox.dbs.drop(b)
