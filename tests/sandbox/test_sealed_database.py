@@ -10,8 +10,8 @@ cloned and built again; and the password is in no child's environment or command
 from __future__ import annotations
 
 import asyncio
-import logging
 import json
+import logging
 import os
 import socket
 import subprocess
