@@ -8,6 +8,31 @@ from pathlib import Path
 
 import pytest
 
+ENV_VAR = "AGENTREL_ENV"  # the process-wide environment selection (sandbox/environments/registry.py)
+_SESSION_ENV = os.environ.get(ENV_VAR)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A test module that selects an environment when imported changes it for every later test in its
+    worker (a τ² environment under the enterprise suite's tests): refuse the session at once."""
+    if os.environ.get(ENV_VAR) != _SESSION_ENV:
+        raise pytest.UsageError(
+            f"{ENV_VAR} was changed while collecting tests ({_SESSION_ENV!r} -> "
+            f"{os.environ.get(ENV_VAR)!r}): a test module selects an environment at import; use "
+            "registry.load(name) there"
+        )
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test leaves the environment selection as it found it (a test may select one for itself)."""
+    before = os.environ.get(ENV_VAR)
+    yield
+    if before is None:
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = before
+
 
 @pytest.fixture(scope="session")
 def agentrel_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

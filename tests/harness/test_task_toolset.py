@@ -10,15 +10,15 @@ import pytest
 
 from agentrel.harness.errors import UserError
 from agentrel.harness.tasks import load_suite, load_task
-from agentrel.sandbox.environments.registry import select
+from agentrel.sandbox.environments.registry import load
 
-AIRLINE = select("tau2-airline")
+AIRLINE = load("tau2-airline")  # loaded, not selected: selecting is process-wide
 SOURCE = AIRLINE.suite_root() / "tasks" / "airline" / "tau2-airline-other-users-reservation.yaml"
 NARROW = "tools: [get_user_details, get_reservation_details, update_reservation_passengers]\n"
 
 
 def test_every_tau2_task_offers_the_whole_toolset() -> None:
-    for env in (AIRLINE, select("tau2-retail")):
+    for env in (AIRLINE, load("tau2-retail")):
         every = sorted(env.tools())
         tasks = load_suite(env.suite_root() / "tasks", env=env)
         assert tasks and all(t.tools == every and t.tools_narrowed is None for t in tasks)
@@ -50,7 +50,7 @@ def test_a_narrowed_task_says_why(tmp_path: Path) -> None:
 
 
 def test_the_enterprise_environment_keeps_its_task_lists() -> None:
-    env = select("agentrel-enterprise")
+    env = load("agentrel-enterprise")
     assert not env.whole_toolset
     tasks = load_suite(env=env)
     assert all(len(t.tools) < len(env.tools()) for t in tasks[:5])
