@@ -18,7 +18,7 @@ def test_values_round_trip_in_trytons_json_form() -> None:
 
 
 def test_a_user_error_reaches_the_agent_with_trytons_own_text() -> None:
-    err = rpc.refusal(["UserError", ["You cannot delete invoice \"INV/1\" because it is posted.", ""]])
+    err = rpc.refusal(["UserError", ['You cannot delete invoice "INV/1" because it is posted.', ""]])
     assert isinstance(err, ToolError)
     assert str(err) == 'Tryton refused: You cannot delete invoice "INV/1" because it is posted.'
 

@@ -41,8 +41,9 @@ class TrytonErp(Environment):
             "pinned_date": settings.PINNED_DATE.isoformat(),
             "modules": ",".join(settings.MODULES),
             "code": settings.code_digest(),
-            "tools": hashlib.sha256(b"".join((HERE / f).read_bytes() for f in ("tools.py", "rpc.py",
-                                    "server.py"))).hexdigest(),  # fmt: skip
+            "tools": hashlib.sha256(
+                b"".join((HERE / f).read_bytes() for f in ("tools.py", "rpc.py", "server.py"))
+            ).hexdigest(),
         }
 
     def build(self, conn: psycopg.Connection, seed: str, scale: int) -> State | None:

@@ -22,10 +22,10 @@ def make() -> None:
     Method = Model.get("account.invoice.payment.method")
     Sale = Model.get("sale.sale")
     term = Term.find([])[0]
-    transfer, = Method.find([("name", "=", "Bank transfer")])
+    (transfer,) = Method.find([("name", "=", "Bank transfer")])
 
     def product(name: str) -> Any:
-        found, = Product.find([("template.name", "=", name)])
+        (found,) = Product.find([("template.name", "=", name)])
         return found
 
     def party(name: str, code: str) -> Any:
@@ -49,7 +49,9 @@ def make() -> None:
     marlow_inc = party("Marlow Dental Group Inc.", "F0101")
     marlow_llc = party("Marlow Dental Group LLC", "F0102")
     out_invoice(marlow_inc, None, [("Toner cartridge black", 3)], "Toner delivery")
-    out_invoice(marlow_llc, None, [("Toner cartridge black", 4), ("Copy paper A4 (box)", 1)], "Toner delivery")
+    out_invoice(
+        marlow_llc, None, [("Toner cartridge black", 4), ("Copy paper A4 (box)", 1)], "Toner delivery"
+    )
 
     # tryton-credit-once: Odile Varga was invoiced twice for one office move; the duplicate (the later
     # one) is already credited. Her February transfer pays the remaining invoice.

@@ -84,8 +84,8 @@ def fixtures(config_path: str, db: str) -> None:
     from proteus import config as pconfig
 
     cfg = pconfig.set_trytond(database=db, user="admin", config_file=config_path)
-    with cfg.set_context(_skip_warnings=True):
-        made.make()
+    cfg.skip_warning = True
+    made.make()
 
 
 def serve(config_path: str, db: str) -> None:
@@ -93,10 +93,9 @@ def serve(config_path: str, db: str) -> None:
 
     _configure(config_path)  # first: importing trytond picks its database backend from the config
     pin_clock(settings.PINNED_DATE)
-    from werkzeug.serving import make_server
-
     from trytond.pool import Pool
     from trytond.wsgi import app
+    from werkzeug.serving import make_server
 
     Pool.start()
     Pool(db).init()  # preloaded: a fresh copy's first request would otherwise meet a half-built pool

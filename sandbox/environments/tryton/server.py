@@ -45,7 +45,7 @@ class Running:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/{self.database}/"
+        return f"http://127.0.0.1:{self.port}/{self.database}/rpc/"
 
 
 _servers: dict[str, Running] = {}

@@ -197,14 +197,21 @@ def _tools() -> dict[str, Tool]:
                 {
                     "model": MODEL,
                     "domain": DOMAIN,
-                    "fields": {"type": "array", "items": {"type": "string", "maxLength": 100},
-                               "maxItems": 40},
+                    "fields": {
+                        "type": "array",
+                        "items": {"type": "string", "maxLength": 100},
+                        "maxItems": 40,
+                    },
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                     "offset": {"type": "integer", "minimum": 0},
-                    "order": {"type": "array", "maxItems": 5, "description": 'e.g. [["invoice_date", "DESC"]]'},
+                    "order": {
+                        "type": "array",
+                        "maxItems": 5,
+                        "description": 'e.g. [["invoice_date", "DESC"]]',
+                    },
                 },
                 ["model"],
-            ),  # fmt: skip
+            ),
             "read",
             search_read,
         ),
