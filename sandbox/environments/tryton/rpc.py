@@ -92,12 +92,20 @@ class Client:
             headers={"Authorization": f"Session {token}"}, timeout=CALL_TIMEOUT_S, trust_env=False
         )
         self._context: dict[str, Any] | None = None
+        self._fields: dict[str, dict[str, tuple[str, str | None]]] = {}
 
     def context(self) -> dict[str, Any]:
         """The clerk's preferences as Tryton's client sends them with every call (company, language)."""
         if self._context is None:
             self._context = dict(self.call("model.res.user.get_preferences", [True, {}], with_context=False))
         return dict(self._context)
+
+    def fields(self, model: str) -> dict[str, tuple[str, str | None]]:
+        """field name -> (type, relation model) of `model`, as Tryton describes it to this user."""
+        if model not in self._fields:
+            found = self.call(f"model.{model}.fields_get", [[]])
+            self._fields[model] = {n: (f.get("type", ""), f.get("relation")) for n, f in found.items()}
+        return self._fields[model]
 
     def call(self, method: str, params: list[Any], with_context: bool = True) -> Any:
         if with_context:

@@ -44,7 +44,7 @@ def installed_versions() -> dict[str, str]:
 def code_digest() -> str:
     """SHA-256 of the environment's own files the template and the tools depend on."""
     h = hashlib.sha256()
-    for name in ("settings.py", "launch.py", "seed.py", "build.py", "tables.py"):
+    for name in ("settings.py", "launch.py", "seed.py", "fixtures.py", "build.py", "tables.py", "catalog.py"):
         h.update(name.encode() + b"\0" + (HERE / name).read_bytes())
     return h.hexdigest()
 

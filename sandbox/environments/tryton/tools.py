@@ -67,14 +67,53 @@ def search_read(ctx: ToolContext, args: dict[str, Any]) -> Any:
     return rpc.plain(found)
 
 
+def _shape(c: rpc.Client, model: str, values: Any, depth: int = 0) -> Any:
+    """JSON values in the types Tryton's fields take, as its client sends them: numbers and numeric text
+    to Decimal for numeric fields, ISO text to dates, and the same inside one2many `create`/`write`
+    actions (by the relation's own fields). Anything else passes as it came: Tryton judges it."""
+    if not isinstance(values, dict) or depth > 3:
+        return values
+    fields = c.fields(model)
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        kind, relation = fields.get(name, ("", None))
+        if kind == "numeric" and isinstance(value, int | float | str) and not isinstance(value, bool):
+            out[name] = _decimal(value, name)
+        elif kind == "date" and isinstance(value, str):
+            out[name] = _date(value, name)
+        elif kind in ("one2many", "many2many") and relation and isinstance(value, list):
+            out[name] = [_shape_action(c, relation, action, depth) for action in value]
+        else:
+            out[name] = value
+    return out
+
+
+def _shape_action(c: rpc.Client, relation: str, action: Any, depth: int) -> Any:
+    if (
+        isinstance(action, list)
+        and len(action) >= 2
+        and action[0] == "create"
+        and isinstance(action[1], list)
+    ):
+        return ["create", [_shape(c, relation, v, depth + 1) for v in action[1]]]
+    if isinstance(action, list) and len(action) >= 3 and action[0] == "write":
+        return ["write", action[1], _shape(c, relation, action[2], depth + 1)]
+    return action
+
+
 def create_records(ctx: ToolContext, args: dict[str, Any]) -> Any:
-    ids = client(ctx).call(f"model.{args['model']}.create", [args["records"]])
+    c = client(ctx)
+    records = args["records"]
+    if not all(isinstance(r, dict) for r in records):
+        raise ToolError(f"records must be a list of objects, got {shown(records)}")
+    ids = c.call(f"model.{args['model']}.create", [[_shape(c, args["model"], r) for r in records]])
     return {"created_ids": ids}
 
 
 def write_records(ctx: ToolContext, args: dict[str, Any]) -> Any:
     ids = _ids(args)
-    client(ctx).call(f"model.{args['model']}.write", [ids, args["values"]])
+    c = client(ctx)
+    c.call(f"model.{args['model']}.write", [ids, _shape(c, args["model"], args["values"])])
     return {"written_ids": ids}
 
 
