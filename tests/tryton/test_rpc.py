@@ -49,3 +49,18 @@ def test_the_fingerprint_names_every_pinned_distribution() -> None:
     assert versions["dist:trytond"] == "8.2.1"
     assert versions["dist:trytond-sale-complaint"] == "8.2.0"
     assert versions["pinned_date"] == settings.PINNED_DATE.isoformat()
+
+
+def test_the_registry_offers_tryton_where_the_extra_is_installed() -> None:
+    from agentrel.sandbox.environments import registry
+
+    assert "tryton-erp" in registry.names()
+    assert registry.load("tryton-erp").name == "tryton-erp"
+
+
+def test_the_build_key_follows_the_seed_not_the_tools() -> None:
+    from agentrel.sandbox.environments.tryton import build
+
+    assert build.base_name("agentrel", 1) == build.base_name("agentrel", 1)
+    assert build.base_name("agentrel", 1) != build.base_name("other", 1)
+    assert build.base_name("agentrel", 1) != build.base_name("agentrel", 2)

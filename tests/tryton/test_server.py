@@ -104,3 +104,20 @@ def test_a_server_ends_with_its_run_database(tryton_sandbox) -> None:
         sb.dbs.drop(name)
     assert server.wait_gone(name, timeout_s=30.0), "the Tryton server outlived its run database"
     assert running.process.returncode is not None
+
+
+def test_a_run_server_connects_as_the_runs_own_role(run) -> None:
+    """The attack: the agent's server reaching beyond its run database (another run's, the template).
+    Tryton's connections are the run's own role's (sandbox/roles.py: CONNECT on its run database alone),
+    never the owner's; a Tryton process that connected as the owner would show here."""
+    sb, name, clerk, _ = run
+    with psycopg.connect(sb.dbs.tool_conninfo(name), autocommit=True) as conn:
+        tools.client(ToolContext(conn, clerk)).call("model.ir.date.today", [])
+    with psycopg.connect(sb.server.conninfo("postgres"), autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT datname, usename FROM pg_stat_activity WHERE (datname = %s OR usename = %s) "
+            "AND pid <> pg_backend_pid()",
+            (name, name),
+        ).fetchall()
+    assert rows, "no Tryton connection to the run database"
+    assert set(rows) == {(name, name)}
