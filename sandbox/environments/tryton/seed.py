@@ -198,20 +198,34 @@ def run(config_path: str, db: str, seed_text: str, scale: int) -> None:
         ctype.save()
 
     _progress("the back-office clerk")
-    User = Model.get("res.user")
-    Group = Model.get("res.group")
-    ModelData = Model.get("ir.model.data")
-    clerk = User(name="Back-office clerk", login="clerk")
-    for module, fs_id in (("account", "group_account"), ("sale", "group_sale"),
-                          ("account_payment", "group_payment")):  # fmt: skip
-        (data,) = ModelData.find([("module", "=", module), ("fs_id", "=", fs_id)])
-        clerk.groups.append(Group(data.db_id))
-    clerk.companies.append(company)
-    clerk.company = company
-    clerk.save()
+    make_clerk(db, company)
 
     from agentrel.sandbox.environments.tryton import fixtures
 
     _progress("the tasks' records")
     fixtures.make()
     _progress("done")
+
+
+def make_clerk(db: str, company: Any) -> None:
+    """The agent's Tryton user: a back-office clerk in the Account, Sales and Payment groups (no
+    administration, no accounting administration, no payment approval)."""
+    from proteus import Model
+    from trytond.pool import Pool
+    from trytond.transaction import Transaction
+
+    with Transaction().start(db, 0, readonly=True):  # ir.model.data is not readable over RPC
+        data = Pool().get("ir.model.data")
+        group_ids = [
+            data.get_id(module, fs_id)
+            for module, fs_id in (("account", "group_account"), ("sale", "group_sale"),
+                                  ("account_payment", "group_payment"))
+        ]  # fmt: skip
+    User = Model.get("res.user")
+    Group = Model.get("res.group")
+    clerk = User(name="Back-office clerk", login="clerk")
+    for group_id in group_ids:
+        clerk.groups.append(Group(group_id))
+    clerk.companies.append(company)
+    clerk.company = company
+    clerk.save()
