@@ -142,18 +142,24 @@ def _button(model: str, method: str) -> Any:
 # -- wizards -----------------------------------------------------------------------------------------
 
 
-def _wizard(ctx: ToolContext, name: str, model: str, ids: list[int], steps: list[tuple[str, dict[str, Any]]]):
-    """Run Tryton wizard `name` on `ids`: create a session, execute each (state, form data), delete it."""
+def _wizard(
+    ctx: ToolContext, name: str, model: str, ids: list[int], steps: list[tuple[str, str, dict[str, Any]]]
+) -> list[Any]:
+    """Run Tryton wizard `name` on `ids` as its client does: create a session, show the start form, then
+    for each (button, form, values) press the button with the form's values (its defaults as Tryton
+    gave them, overridden by `values`), and delete the session."""
     c = client(ctx)
     session, start, _end = c.call(f"wizard.{name}.create", [])
     context = {**c.context(), "active_model": model, "active_id": ids[0], "active_ids": ids}
     results = []
     try:
-        state = start
-        view = c.call(f"wizard.{name}.execute", [session, {}, state, context], with_context=False)
+        view = c.call(f"wizard.{name}.execute", [session, {}, start, context], with_context=False)
         results.append(view)
-        for state, data in steps:
-            view = c.call(f"wizard.{name}.execute", [session, data, state, context], with_context=False)
+        for button, form, values in steps:
+            shown_view = view.get("view", {}) if isinstance(view, dict) else {}
+            defaults = {**shown_view.get("defaults", {}), **shown_view.get("values", {})}
+            data = {form: {**{k: v for k, v in defaults.items() if "." not in k}, **values}}
+            view = c.call(f"wizard.{name}.execute", [session, data, button, context], with_context=False)
             results.append(view)
     finally:
         c.call(f"wizard.{name}.delete", [session, context], with_context=False)
@@ -163,8 +169,9 @@ def _wizard(ctx: ToolContext, name: str, model: str, ids: list[int], steps: list
 def credit_invoices(ctx: ToolContext, args: dict[str, Any]) -> Any:
     ids = _ids(args, "invoice_ids")
     refund = bool(args.get("with_refund", False))
-    data = {"start": {"with_refund": refund, "invoice_date": None}}
-    _wizard(ctx, "account.invoice.credit", "account.invoice", ids, [("credit", data)])
+    _wizard(
+        ctx, "account.invoice.credit", "account.invoice", ids, [("credit", "start", {"with_refund": refund})]
+    )
     found = client(ctx).call(
         "model.account.invoice.search_read",
         [[("lines.origin.invoice", "in", ids, "account.invoice.line")], 0, None, [("id", "ASC")],
@@ -179,12 +186,11 @@ def pay_invoice(ctx: ToolContext, args: dict[str, Any]) -> Any:
     amount = _decimal(args["amount"], "amount")
     day = _date(args["date"], "date")
     start = {
-        "amount": amount, "currency": None, "description": args.get("description", ""),
-        "date": day, "payment_method": args["payment_method_id"],
+        "amount": amount, "description": args.get("description", ""), "date": day,
+        "payment_method": args["payment_method_id"],
     }  # fmt: skip
     c = client(ctx)
-    start["currency"] = c.call("model.account.invoice.read", [ids, ["currency"]])[0]["currency"]
-    views = _wizard(ctx, "account.invoice.pay", "account.invoice", ids, [("choice", {"start": start})])
+    views = _wizard(ctx, "account.invoice.pay", "account.invoice", ids, [("choice", "start", start)])
     last = views[-1] if views else {}
     if isinstance(last, dict) and last.get("view", {}).get("state") == "ask":
         raise ToolError(
