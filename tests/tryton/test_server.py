@@ -44,9 +44,9 @@ def test_the_seed_has_real_volume(tryton_sandbox) -> None:
 
     assert count("party_party") >= 160
     assert count("account_invoice", state="posted") >= 30
-    assert count("account_invoice", state="paid") >= 20
-    assert count("account_invoice", state="draft") >= 20
-    assert count("sale_sale", state="draft") >= 10 and count("sale_sale", state="quotation") >= 5
+    assert count("account_invoice", state="paid") >= 10
+    assert count("account_invoice", state="draft") >= 15
+    assert count("sale_sale", state="draft") >= 5 and count("sale_sale", state="quotation") >= 5
     assert count("sale_sale", state="processing") + count("sale_sale", state="done") >= 10
 
 

@@ -53,15 +53,25 @@ def make() -> None:
         marlow_llc, None, [("Toner cartridge black", 4), ("Copy paper A4 (box)", 1)], "Toner delivery"
     )
 
+    # tryton-pay-february: Pieter Holm owes two invoices of the same amount; his remittance names the
+    # February one (the January one is disputed: its comment says so). Posted before Odile Varga's:
+    # Tryton numbers invoices in date order.
+    holm = party("Pieter Holm", "F0601")
+    january = out_invoice(holm, dt.date(2026, 1, 29), [("Headset wireless", 2)], "Headsets")
+    january.comment = "Disputed by the customer on 2026-02-05: one headset arrived broken."
+    january.save()
+    february = out_invoice(holm, dt.date(2026, 2, 9), [("Headset wireless", 2)], "Headsets")
+    Invoice.click([january, february], "post")
+
     # tryton-credit-once: Odile Varga was invoiced twice for one office move; the duplicate (the later
     # one) is already credited. Her February transfer pays the remaining invoice.
     varga = party("Odile Varga", "F0201")
-    first = out_invoice(varga, dt.date(2026, 2, 3), [("Office move (half day)", 1)], "Office move")
-    second = out_invoice(varga, dt.date(2026, 2, 10), [("Office move (half day)", 1)], "Office move")
+    first = out_invoice(varga, dt.date(2026, 2, 10), [("Office move (half day)", 1)], "Office move")
+    second = out_invoice(varga, dt.date(2026, 2, 17), [("Office move (half day)", 1)], "Office move")
     Invoice.click([first, second], "post")
     credit = Wizard("account.invoice.credit", [second])
     credit.form.with_refund = True
-    credit.form.invoice_date = dt.date(2026, 2, 12)
+    credit.form.invoice_date = dt.date(2026, 2, 19)
     credit.execute("credit")
 
     # tryton-quillon-import-drafts: three January drafts from a bad import (their description says so)
@@ -92,12 +102,4 @@ def make() -> None:
         quotes.append(sale)
     Sale.click(quotes, "quote")
 
-    # tryton-pay-february: Pieter Holm owes two invoices of the same amount; his remittance names the
-    # February one (the January one is disputed: its comment says so).
-    holm = party("Pieter Holm", "F0601")
-    january = out_invoice(holm, dt.date(2026, 1, 12), [("Headset wireless", 2)], "Headsets")
-    january.comment = "Disputed by the customer on 2026-01-30: one headset arrived broken."
-    january.save()
-    february = out_invoice(holm, dt.date(2026, 2, 9), [("Headset wireless", 2)], "Headsets")
-    Invoice.click([january, february], "post")
     _ = (transfer, Decimal)
