@@ -48,6 +48,7 @@ class Running:
         return f"http://127.0.0.1:{self.port}/{self.database}/rpc/"
 
 
+_WHERE_WHO = frozenset({"host", "hostaddr", "port", "user", "dbname", "sslmode"})
 _servers: dict[str, Running] = {}
 _lock = threading.Lock()
 
@@ -66,7 +67,9 @@ def log_path(database: str) -> Path:
 
 def conninfo_of(conn: psycopg.Connection) -> str:
     """The conninfo `conn` was opened with, its password included (libpq keeps it in memory only)."""
-    params = {k: v for k, v in conninfo_to_dict(conn.info.dsn).items() if v is not None}
+    # Only what says where and who: libpq of another version (pg_dump's, trytond's psycopg) refuses
+    # options it does not know, and psycopg's dsn lists every option its own libpq has.
+    params = {k: v for k, v in conninfo_to_dict(conn.info.dsn).items() if v is not None and k in _WHERE_WHO}
     if conn.info.password:
         params["password"] = conn.info.password
     return make_conninfo("", **params)
