@@ -77,9 +77,12 @@ def test_the_clerk_cannot_make_itself_an_administrator(run) -> None:
     """The attack: an agent grants its own user Tryton's administration group. Tryton's access rules for
     the clerk's groups refuse it, and the user's groups are as they were."""
     sb, name, clerk, before = run
-    groups = before.tables["res_group"]
+    data = before.tables["ir_model_data"]
+    at = {c: data.info.columns.index(c) for c in ("module", "fs_id", "db_id")}
     admin = next(
-        r[0] for r in groups.rows.values() if r[groups.info.columns.index("name")] == "Administration"
+        r[at["db_id"]]
+        for r in data.rows.values()
+        if (r[at["module"]], r[at["fs_id"]]) == ("res", "group_admin")
     )
     with ToolBox(sb.dbs.tool_conninfo(name), dict(tools.TOOLS), clerk) as box:
         result = box.call(
