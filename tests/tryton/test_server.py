@@ -74,7 +74,7 @@ def test_trytons_refusal_reaches_the_agent_in_its_own_words(run) -> None:
 
 
 def test_the_clerk_cannot_make_itself_an_administrator(run) -> None:
-    """The attack: an agent grants its own user Tryton's administration group. Tryton's access rules for
+    """The attack: an agent grants its own user the Account Administration group. Tryton's access rules for
     the clerk's groups refuse it, and the user's groups are as they were."""
     sb, name, clerk, before = run
     data = before.tables["ir_model_data"]
@@ -82,7 +82,7 @@ def test_the_clerk_cannot_make_itself_an_administrator(run) -> None:
     admin = next(
         r[at["db_id"]]
         for r in data.rows.values()
-        if (r[at["module"]], r[at["fs_id"]]) == ("res", "group_admin")
+        if (r[at["module"]], r[at["fs_id"]]) == ("account", "group_account_admin")
     )
     with ToolBox(sb.dbs.tool_conninfo(name), dict(tools.TOOLS), clerk) as box:
         result = box.call(
