@@ -21,6 +21,9 @@ from agentrel.sandbox.dump import dump_database
 from agentrel.sandbox.environments.tryton import settings, tools
 from agentrel.sandbox.tools import ToolBox
 
+# Wizard sessions: the tools end each wizard's session as Tryton's client does, proteus leaves its own;
+# neither says anything about the act (to move into tables.NOISE_TABLES at the next template rebuild).
+SESSION_ONLY = frozenset({"ir_session_wizard"})
 RANDOM_SEQUENCES = int(os.environ.get("TRYTON_RANDOM_SEQUENCES", "2"))
 RANDOM_CALLS = int(os.environ.get("TRYTON_RANDOM_CALLS", "6"))
 
@@ -56,7 +59,8 @@ def _through_proteus(sb, template, steps: list[dict[str, Any]]):
 def _assert_equal(sb, template, clerk: int, steps: list[dict[str, Any]], what: str) -> None:
     ported, results = _through_tools(sb, template, clerk, steps)
     reference = _through_proteus(sb, template, steps)
-    assert differing_tables(ported, reference, masked=True) == [], (what, [r.content for r in results])
+    differing = [t for t in differing_tables(ported, reference, masked=True) if t not in SESSION_ONLY]
+    assert differing == [], (what, [r.content for r in results])
 
 
 def _oracles(sb):
