@@ -69,8 +69,9 @@ class TrytonErp(Environment):
             return None
         at_login, at_id = users.info.columns.index("login"), users.info.columns.index("id")
         for row in users.rows.values():
-            if row[at_login] == name:
-                return int(row[at_id])
+            found = row[at_id]
+            if row[at_login] == name and isinstance(found, int):
+                return found
         return None
 
     def suite_root(self) -> Path:

@@ -30,7 +30,7 @@ BUTTONS = {
 
 
 def _shaped(fields: dict[str, Any], values: dict[str, Any], get_fields: Any) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in values.items():
         kind = fields.get(name, {}).get("type")
         if kind == "numeric" and not isinstance(value, bool) and isinstance(value, int | float | str):
