@@ -180,3 +180,12 @@ test-tau2: tau2-wheel
 	@test -x $(TAU2_VENV)/bin/python || $(PYTHON) -m venv $(TAU2_VENV)
 	$(TAU2_VENV)/bin/python -m pip install -q $(TAU2_DEPS)
 	AGENTREL_HOME=$(CURDIR)/.agentrel TAU2_PYTHON=$(CURDIR)/$(TAU2_VENV)/bin/python $(BIN)/python -m pytest tests/tau2 -s
+
+# --- the Tryton ERP environment (sandbox/environments/tryton/) -------------------------------------------
+# Installs the `tryton` extra (exact pins) into the venv, then runs tests/tryton (kept out of `make test` by
+# pyproject's addopts). The template (module activation, ~100 s of one CPU, and the proteus seed) is built
+# once per fingerprint on the private server under .agentrel/tryton-home and reused by the next run.
+.PHONY: test-tryton
+test-tryton: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[tryton]'
+	TRYTON_TEST_HOME=$(CURDIR)/.agentrel/tryton-home $(BIN)/python -m pytest tests/tryton -s

@@ -13,6 +13,7 @@ entry point's name. The selected environment is read from AGENTREL_ENV at call t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -45,7 +46,16 @@ def _builtin() -> dict[str, Callable[[], object]]:
 
         return ENVIRONMENT
 
-    return {DEFAULT: enterprise, "tau2-airline": tau2_airline, "tau2-retail": tau2_retail}
+    def tryton_erp() -> object:
+        from agentrel.sandbox.environments.tryton.env import ENVIRONMENT
+
+        return ENVIRONMENT
+
+    found = {DEFAULT: enterprise, "tau2-airline": tau2_airline, "tau2-retail": tau2_retail}
+    # The Tryton ERP needs the `tryton` extra (trytond and its modules): offered where it is installed.
+    if importlib.util.find_spec("trytond") is not None:
+        found["tryton-erp"] = tryton_erp
+    return found
 
 
 _loaded: dict[str, Environment] = {}
@@ -81,7 +91,10 @@ def load(name: str) -> Environment:
     sources = _sources()
     if name not in sources:
         known = ", ".join(sorted(sources))
-        raise UnknownEnvironment(f"no environment named {name!r} (installed: {known}); `agentrel env list`")
+        hint = " (it needs the tryton extra: pip install 'agentrel[tryton]')" if name == "tryton-erp" else ""
+        raise UnknownEnvironment(
+            f"no environment named {name!r}{hint} (installed: {known}); `agentrel env list`"
+        )
     try:
         obj = sources[name]()
     except Exception as exc:  # a broken plugin package: say which, never a traceback
