@@ -12,7 +12,6 @@ only its changed tables, which is what keeps a run page under its time budget.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -23,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrel.dsl.api import DslError, Spec, load_spec
-from agentrel.dsl.state import State, load, load_delta
-from agentrel.harness.errors import UserError
+from agentrel.dsl.state import State
+from agentrel.harness.errors import IntegrityFailure, UserError
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import Task, load_suite
@@ -64,6 +63,7 @@ class EvidenceStore:
         self.results = ResultsDir(path)  # only its path helpers: the constructor touches no file
         self._lock = threading.Lock()
         self._states = _Lru(16)
+        self._bases: dict[str, State] = {}  # the full dumps deltas are against (one per task template)
         self._specs = _Lru(64)
         self._runs = _Lru(64)
         self._tasks: dict[str, Task] | None = None
@@ -178,10 +178,16 @@ class EvidenceStore:
         return spec  # type: ignore[no-any-return]
 
     def _state(self, digest: str, what: str, notes: list[str]) -> State | None:
+        dumps = self.results.dumps
+        if not any((dumps / f"{digest}{ext}").exists() for ext in (".jsonl.gz", ".delta.jsonl.gz")):
+            notes.append(f"the {what} dump {digest[:12]} is missing from dumps/")
+            return None
         try:
             return self._load_state(digest)
         except FileNotFoundError:
             notes.append(f"the {what} dump {digest[:12]} is missing from dumps/")
+        except IntegrityFailure as exc:  # missing, or not the state its digest names
+            notes.append(f"the {what} dump {digest[:12]} is refused: {str(exc).splitlines()[0]}")
         except (OSError, EOFError, ValueError, KeyError) as exc:
             notes.append(f"the {what} dump {digest[:12]} cannot be read: {str(exc).splitlines()[0]}")
         return None
@@ -191,13 +197,10 @@ class EvidenceStore:
         if held is not None:
             self._states.move_to_end(digest)
             return held  # type: ignore[no-any-return]
-        dumps = self.results.dumps
-        full, delta = dumps / f"{digest}.jsonl.gz", dumps / f"{digest}.delta.jsonl.gz"
-        if full.exists():
-            return self._states.put(digest, load(full))  # type: ignore[no-any-return]
-        with gzip.open(delta, "rt", encoding="utf-8") as fh:
-            base = json.loads(fh.readline())["base"]
-        return self._states.put(digest, load_delta(delta, self._load_state(base)))  # type: ignore[no-any-return]
+        # Through the results owner's one reader: a dump whose bytes are not the state its digest names
+        # is refused (IntegrityFailure, shown as a note), never drawn as if it were.
+        state = self.results.load_dump(digest, self._bases)
+        return self._states.put(digest, state)  # type: ignore[no-any-return]
 
 
 def audit_suite(manifest: dict[str, Any] | None) -> tuple[Path, Environment | None]:

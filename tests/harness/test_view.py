@@ -132,6 +132,22 @@ def test_live_refresh_follows_appended_records_torn_lines_and_invalid_runs(resul
         assert "provider_invalid" in late
 
 
+def test_a_tampered_dump_is_refused_not_drawn(results):
+    """The view reads dumps through the results owner: one whose bytes are not the state its digest
+    names (a row edited, the file cleanly re-compressed) is refused on the page, never diffed."""
+    import gzip
+
+    rec = next(json.loads(x) for x in (results / "runs.jsonl").read_text().splitlines() if DAMAGING in x)
+    path = results / "dumps" / f"{rec['after_digest']}.delta.jsonl.gz"
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+    lines[-1] = lines[-1].replace("1", "2", 1)  # one value of the run's changed rows
+    path.write_bytes(gzip.compress("".join(lines).encode()))
+    with served(results) as url:
+        page = text(httpx.get(f"{url}/runs/{DAMAGING}", timeout=60).text)
+    assert f"the post-run dump {rec['after_digest'][:12]} is refused" in page
+    assert "The row-level diff is not available" in page
+
+
 def test_missing_evidence_is_said_on_the_run_page(results):
     rec = next(json.loads(x) for x in (results / "runs.jsonl").read_text().splitlines() if DAMAGING in x)
     (results / "dumps" / f"{rec['after_digest']}.delta.jsonl.gz").unlink()
