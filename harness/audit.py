@@ -165,9 +165,6 @@ def audit(
             update={"schedule": schedule, "conditions": declared, "fault_timeout_s": fault_timeout_s}
         )
     catalogue = load_catalogue() if any(c.adversarial for c in declared) else None
-    # Once the inputs are known good (a bad one is its own single line) and before the slow part:
-    # where the results go and where AgentRel keeps its state.
-    say(f"audit into {results}; AgentRel's state (AGENTREL_HOME) is {sandbox.home}")
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
     # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
     # (which would walk every row of every template at each labelling), without pausing the collector.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import typer
@@ -90,17 +91,26 @@ for _module in (
     _module.register(app)
 
 
+class _Notices(logging.Handler):
+    """Notices as `agentrel: …` lines on whatever stderr is when they are said (a test's capture
+    replaces it), never on a stream captured at start and closed since."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(f"agentrel: {record.getMessage()}\n")
+        sys.stderr.flush()
+
+
+_NOTICES = _Notices()
+
+
 def _show_notices() -> None:
     """Slow first-use work (a cluster created, a template built, a wheel fetched) says so on stderr as
-    it starts, so no command is silent for seconds (sandbox/notices.py)."""
-    import logging
-
+    it starts, so no command is silent for seconds (sandbox/notices.py). Once per process."""
     from agentrel.sandbox.notices import LOGGER
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("agentrel: %(message)s"))
     log = logging.getLogger(LOGGER)
-    log.addHandler(handler)
+    if _NOTICES not in log.handlers:
+        log.addHandler(_NOTICES)
     log.setLevel(logging.INFO)
     log.propagate = False
 

@@ -91,7 +91,8 @@ def load(name: str) -> Environment:
     sources = _sources()
     if name not in sources:
         known = ", ".join(sorted(sources))
-        hint = " (it needs the tryton extra: pip install 'agentrel[tryton]')" if name == "tryton-erp" else ""
+        extra = " (it needs the tryton extra: pip install -e '.[tryton]' in the AgentRel checkout)"
+        hint = extra if name == "tryton-erp" else ""
         raise UnknownEnvironment(
             f"no environment named {name!r}{hint} (installed: {known}); `agentrel env list`"
         )

@@ -596,8 +596,12 @@ def test_bad_input_is_one_line_with_its_exit_code(tmp_path, monkeypatch, capsys,
     lines = [line for line in stderr.strip().splitlines() if not line.startswith("audit ")]
     assert "Traceback" not in stderr, stderr
     assert got == code, (got, stderr)
-    assert len(lines) == 1 and lines[0].startswith("agentrel: error: "), stderr
-    assert fragment in " ".join(lines[0].split()), lines[0]
+    # One error line, the last; before it only progress notices of slow work already under way (a
+    # template being built when its fixture turns out bad), never a second error or a traceback.
+    errors = [line for line in lines if line.startswith("agentrel: error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0], stderr
+    assert all(" error" not in line.lower() for line in lines[:-1]), stderr
+    assert fragment in " ".join(errors[0].split()), errors[0]
     # Recorded runs are never lost or rewritten by a refused invocation.
     assert (runs.read_bytes() if runs.exists() else None) == before
 

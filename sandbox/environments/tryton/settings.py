@@ -27,7 +27,7 @@ PINNED_DATE = dt.date(2026, 3, 2)
 ADMIN_EMAIL = "admin@example.invalid"
 #: The environment variable a server's watcher reads its database's conninfo from (never argv).
 WATCH_ENV = "AGENTREL_TRYTON_WATCH"
-EXTRA = "pip install 'agentrel[tryton]'"
+EXTRA = "pip install -e '.[tryton]' in the AgentRel checkout"
 
 
 def installed_versions() -> dict[str, str]:
