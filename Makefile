@@ -20,8 +20,6 @@ $(RUN_STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make: creating $(VENV) (first use only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "make: installing agentrel and what an audit needs into $(VENV) (first use only, about a minute)"
 	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
-	@# Installed as `agentrel` before it became `agentrel-audit`: remove the old name's import hook.
-	@$(BIN)/python -m pip uninstall -q -y agentrel >/dev/null 2>&1 || true
 	$(BIN)/python -m pip install --progress-bar on -e '.[view]'
 	@touch $(RUN_STAMP)
 

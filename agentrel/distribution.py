@@ -1,11 +1,12 @@
-"""The distribution AgentRel installs as: `agentrel-audit` (the name `agentrel` on PyPI is another
-project's), while the import name stays `agentrel`. The one place the name is spelled in code."""
+"""The distribution AgentRel installs as, the one place its name is spelled in code. It is `agentrel`,
+like the import package (Inspect AI names our tasks `agentrel/<task>` only then); `agentrel` on PyPI is
+another project, so AgentRel is installed from its checkout (`pip install -e .`), never by name."""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-DISTRIBUTION = "agentrel-audit"
+DISTRIBUTION = "agentrel"
 
 
 def installed_version() -> str | None:

@@ -1,5 +1,5 @@
-"""AgentRel installs as `agentrel-audit` (`agentrel` on PyPI is an unrelated project), imports as
-`agentrel`, and nothing it ships or documents asks pip for the other project's name."""
+"""`agentrel` on PyPI is an unrelated project: AgentRel installs from its checkout, and nothing it ships
+or documents asks pip (or a package's requirements) for that name."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 OTHER = re.compile(r"""pip install[^\n`]*\bagentrel(\[|['"`\s]|$)|["']agentrel(\[[a-z,]+\])?(>|<|=|["'])""")
 
 
-def test_the_distribution_is_agentrel_audit_and_imports_as_agentrel():
+def test_the_distribution_name_is_spelled_once():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert project["name"] == DISTRIBUTION == "agentrel-audit"
+    assert project["name"] == DISTRIBUTION
     assert installed_version() == project["version"]
     assert "agentrel" in (distribution(DISTRIBUTION).read_text("RECORD") or "")
 
@@ -38,5 +38,5 @@ def test_no_file_names_the_other_project_for_pip():
 def test_the_pattern_catches_what_it_is_for():
     for bad in ("pip install 'agentrel[ray]'", "pip install agentrel", 'dependencies = ["agentrel"]'):
         assert OTHER.search(bad), bad
-    for good in ("pip install -e '.[ray]'", 'dependencies = ["agentrel-audit"]', "pip install -e examples/x"):
+    for good in ("pip install -e '.[ray]'", "dependencies = []", "pip install -e examples/x"):
         assert not OTHER.search(good), good
