@@ -20,7 +20,7 @@ from typing import Any
 
 import uvicorn
 
-from agentrel.harness.mcp_http import http_app, listen, url_of
+from agentrel.harness.mcp_http import http_app, listen, stop_served, url_of
 from agentrel.harness.mcp_server import Log, tool_server
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
@@ -108,16 +108,4 @@ class EpisodeFace:
         self._stopping = True
         if self._web is None or self._serving is None:
             return
-        self._web.should_exit = True
-        # A connection still open (a client that outlived the agent) can hold a graceful stop: then force
-        # it, and only as a last resort cancel the server task.
-        for force in (False, True):
-            self._web.force_exit = force
-            try:
-                await asyncio.wait_for(asyncio.shield(self._serving), STOP_GRACE_S + 2)
-                return
-            except TimeoutError:
-                continue
-            except Exception:
-                return  # it failed while stopping: the run's evidence is its session's, not the server's
-        self._serving.cancel()
+        await stop_served(self._web, self._serving, STOP_GRACE_S)

@@ -7,6 +7,7 @@ first MCP session, since one server serves one run.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import os
 import socket
@@ -160,6 +161,23 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
     raise EnvironmentFailure(f"cannot listen on {host}:{port}: {reason}; choose another --host/--port")
+
+
+async def stop_served(web: Any, serving: asyncio.Task[Any], grace_s: float) -> None:
+    """Stop a uvicorn server (`web`) serving in task `serving`: gracefully first; a connection still open
+    (a client that outlived its agent) can hold that, so then forced; only as a last resort the task is
+    cancelled. A server that failed while stopping is left be (its run's evidence is elsewhere)."""
+    web.should_exit = True
+    for force in (False, True):
+        web.force_exit = force
+        try:
+            await asyncio.wait_for(asyncio.shield(serving), grace_s + 2)
+            return
+        except TimeoutError:
+            continue
+        except Exception:
+            return
+    serving.cancel()
 
 
 def url_of(sock: socket.socket) -> str:

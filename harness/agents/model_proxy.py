@@ -50,7 +50,7 @@ from agentrel.harness.agents.model_wire import (
     read_body,
 )
 from agentrel.harness.agents.scripted_model import ScriptedRun
-from agentrel.harness.mcp_http import listen
+from agentrel.harness.mcp_http import listen, stop_served
 from agentrel.harness.redact import redact
 
 TOKEN_PREFIX = "agentrel-run-"
@@ -201,18 +201,7 @@ class ModelProxy:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._web is not None and self._serving is not None:
-            self._web.should_exit = True
-            for force in (False, True):
-                self._web.force_exit = force
-                try:
-                    await asyncio.wait_for(asyncio.shield(self._serving), STOP_GRACE_S + 2)
-                    break
-                except TimeoutError:
-                    continue
-                except Exception:
-                    break
-            else:
-                self._serving.cancel()
+            await stop_served(self._web, self._serving, STOP_GRACE_S)
         if self._client is not None:
             await self._client.aclose()
 
