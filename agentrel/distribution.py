@@ -5,8 +5,12 @@ another project, so AgentRel is installed from its checkout (`pip install -e .`)
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 DISTRIBUTION = "agentrel"
+# The import package's own folder (its layers are symlinks in it in a checkout), found without importing
+# the front door, which would pull the whole library in.
+PACKAGE_DIR = Path(__file__).parent
 
 
 def installed_version() -> str | None:

@@ -41,8 +41,8 @@ from typing import Any
 from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.agents.process import run_process
 from agentrel.harness.agents.sealed import RunDirs, SealPlan, run_sealed
-from agentrel.harness.audit import audit
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.sandbox import Sandbox
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agentrel.harness.agents.base import AgentResult, Episode
 from agentrel.harness.agents.registry import agent_adapter
 from agentrel.harness.agents.scripted import replay
-from agentrel.harness.audit import audit
+from agentrel.harness.run.audit import audit
 from agentrel.sandbox.sandbox import Sandbox
 
 K = 16

@@ -1,4 +1,4 @@
-"""Benchmark: the evaluator digest, as audit start and publish pay it (harness/publication/evaluator.py).
+"""Benchmark: the evaluator digest, as audit start and publish pay it (harness/protocol/evaluator.py).
 
 Not a timed test. Runs in fresh interpreters (the digest is cached per process), side by side:
 the first digest of a process (the import-graph walk plus hashing every evaluated file and every installed
@@ -18,8 +18,8 @@ import sys
 CHILD = r"""
 import json, time
 t0 = time.perf_counter()
-from agentrel.harness.publication.evaluator import current_evaluator_digest, evaluator_manifest
-from agentrel.harness.publication.sources import evaluated_sources
+from agentrel.harness.protocol.evaluator import current_evaluator_digest, evaluator_manifest
+from agentrel.harness.protocol.sources import evaluated_sources
 import hashlib
 t = time.perf_counter()
 found = evaluated_sources()
@@ -41,8 +41,8 @@ print(json.dumps({"files": len(m.files), "libraries": len(m.libraries), "project
 def _library_mb() -> float:
     import importlib.metadata as md
 
-    from agentrel.harness.publication.evaluator import evaluator_manifest
-    from agentrel.harness.publication.libraries import _code_files
+    from agentrel.harness.protocol.evaluator import evaluator_manifest
+    from agentrel.harness.protocol.libraries import _code_files
 
     total = 0
     for name, *_ in evaluator_manifest().libraries:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrel.harness.audit import audit
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
 from agentrel.sandbox.sandbox import Sandbox
 
 FAULT_TIMEOUT_S = 1.0  # loopback answers take milliseconds; one second is far past any of them

@@ -48,9 +48,9 @@ import httpx  # noqa: E402
 import psycopg  # noqa: E402
 
 from agentrel.harness.agents.chat import request_seed  # noqa: E402
-from agentrel.harness.audit import audit  # noqa: E402
 from agentrel.harness.executors.capacity import size_server  # noqa: E402
-from agentrel.harness.matrix import expand  # noqa: E402
+from agentrel.harness.run.audit import audit  # noqa: E402
+from agentrel.harness.run.matrix import expand  # noqa: E402
 from agentrel.harness.tasks import load_suite  # noqa: E402
 from agentrel.sandbox.sandbox import Sandbox  # noqa: E402
 from bench.loopback_provider import delay_of, plans_of  # noqa: E402

@@ -49,19 +49,19 @@ from agentrel.harness.faults.receipts import (  # noqa: E402
     LostResponseWitness,
     WitnessReceipt,
 )
-from agentrel.harness.matrix import run_seed  # noqa: E402
+from agentrel.harness.protocol.canonical import canonical_line, model_bytes  # noqa: E402
+from agentrel.harness.protocol.freeze import freeze_digest, load_freeze, write_freeze  # noqa: E402
+from agentrel.harness.protocol.identity import identity_of  # noqa: E402
+from agentrel.harness.protocol.policy import load_policy  # noqa: E402
+from agentrel.harness.protocol.registry import read_registry  # noqa: E402
 from agentrel.harness.publication.anchor import anchored_at  # noqa: E402
-from agentrel.harness.publication.canonical import canonical_line, model_bytes  # noqa: E402
 from agentrel.harness.publication.cells import registered_cells  # noqa: E402
 from agentrel.harness.publication.eligibility import proof_of  # noqa: E402
 from agentrel.harness.publication.evidence import read_evidence  # noqa: E402
-from agentrel.harness.publication.freeze import freeze_digest, load_freeze, write_freeze  # noqa: E402
-from agentrel.harness.publication.identity import identity_of  # noqa: E402
 from agentrel.harness.publication.matrix_check import check_matrix  # noqa: E402
-from agentrel.harness.publication.policy import load_policy  # noqa: E402
 from agentrel.harness.publication.publish import evidence_held, publish  # noqa: E402
-from agentrel.harness.publication.registry import read_registry  # noqa: E402
 from agentrel.harness.results.record import run_id  # noqa: E402
+from agentrel.harness.run.matrix import run_seed  # noqa: E402
 
 MODELS, TASKS, FAULTED, K = 5, 45, 10, 200
 DIGESTS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(64)]  # shaped like real digests

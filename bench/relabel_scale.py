@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from agentrel.dsl.api import RunFacts, label, load_spec  # noqa: E402
 from agentrel.dsl.state import State  # noqa: E402
-from agentrel.harness.audit import audit  # noqa: E402
 from agentrel.harness.publication.rederive import rederive  # noqa: E402
 from agentrel.harness.results.directory import ResultsDir  # noqa: E402
 from agentrel.harness.results.record import run_id  # noqa: E402
+from agentrel.harness.run.audit import audit  # noqa: E402
 from agentrel.harness.tasks import load_suite  # noqa: E402
 from agentrel.sandbox.sandbox import Sandbox  # noqa: E402
 

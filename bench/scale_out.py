@@ -27,13 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentrel.harness.agents.base import AgentResult, Episode
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
 from agentrel.harness.errors import UsageError
 from agentrel.harness.executors import Executor, ExecutorFactory, local_executor
 from agentrel.harness.executors.ray import ray_executor, start_local_ray
-from agentrel.harness.matrix import RunPlan
-from agentrel.harness.recipe import RunRecipe
-from agentrel.harness.runner import Attempt, RunContext
+from agentrel.harness.run.audit import audit
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.recipe import RunRecipe
+from agentrel.harness.run.runner import Attempt, RunContext
 from agentrel.sandbox.sandbox import Sandbox
 
 K = 16

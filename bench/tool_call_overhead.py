@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrel.harness.episode import prepare
-from agentrel.harness.pipeline import Next, Pipeline, ToolCall
-from agentrel.harness.session import RunSession
+from agentrel.harness.run.episode import prepare
+from agentrel.harness.run.pipeline import Next, Pipeline, ToolCall
+from agentrel.harness.run.session import RunSession
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.sandbox import Sandbox
 from agentrel.sandbox.tools import ToolBox, ToolResult

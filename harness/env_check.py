@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from agentrel.dsl.state import State, TableInfo
-from agentrel.harness.episode import PreparedTask, prepare
 from agentrel.harness.errors import UserError
 from agentrel.harness.prove import prove_task, scripted_run
+from agentrel.harness.run.episode import PreparedTask, prepare
 from agentrel.harness.tasks import Task, load_suite
 from agentrel.sandbox.databases import Template
 from agentrel.sandbox.dump import dump_database

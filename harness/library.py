@@ -22,11 +22,11 @@ if TYPE_CHECKING:
     from agentrel.analysis.normalized import LoadedInput
     from agentrel.analysis.pipeline import Analysis
     from agentrel.dsl.api import Verdict
-    from agentrel.harness.audit import AuditOutcome
     from agentrel.harness.publication.compare import Comparison
     from agentrel.harness.publication.publish import PublishOutcome
     from agentrel.harness.results.directory import ResultsDir
     from agentrel.harness.results.record import Attempts, RunRecord
+    from agentrel.harness.run.audit import AuditOutcome
 
 __all__ = ["Results", "analyze", "audit", "audit_async", "compare", "label", "load_results", "publish"]
 
@@ -51,8 +51,8 @@ def audit(
 
     The sandbox is the CLI's: the local cluster under AGENTREL_HOME unless `dsn`/`backend` say otherwise.
     Raises `agentrel.harness.errors.UserError` (with the CLI's one-line message) on bad input."""
-    from agentrel.harness.audit import audit as run_audit
-    from agentrel.harness.audit import default_results_dir
+    from agentrel.harness.run.audit import audit as run_audit
+    from agentrel.harness.run.audit import default_results_dir
     from agentrel.sandbox.sandbox import Sandbox
 
     where = Path(results) if results is not None else default_results_dir(list(models), k, list(tasks))
@@ -151,7 +151,7 @@ def publish(results: str | Path, out: str | Path | None = None) -> PublishOutcom
 
 def compare(*scorecards: str | Path) -> Comparison:
     """Compare publishable scorecards on one protocol, paired on shared seeds; raises when refused."""
+    from agentrel.harness.protocol.registry import default_registry_path
     from agentrel.harness.publication.compare import compare_scorecards
-    from agentrel.harness.publication.registry import default_registry_path
 
     return compare_scorecards([Path(s) for s in scorecards], default_registry_path())

@@ -1,5 +1,5 @@
 """Building and writing the manifest (`harness.results.manifest.Manifest`) as RFC 8785 canonical JSON. Its
-SHA-256 is the manifest hash, one part of the protocol identity (publication.identity).
+SHA-256 is the manifest hash, one part of the protocol identity (protocol.identity).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def canonical(manifest: dict[str, Any]) -> bytes:
 
 def manifest_hash(manifest: dict[str, Any]) -> str:
     """SHA-256 of the manifest's canonical JSON: the matrix as resolved. Not the protocol hash records
-    carry, which also binds the policy, the evaluator and the witness contracts (publication.identity)."""
+    carry, which also binds the policy, the evaluator and the witness contracts (protocol.identity)."""
     return hashlib.sha256(canonical(manifest)).hexdigest()
 
 
@@ -97,7 +97,7 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
             )
         old_hash = manifest_hash(old)
         if old_hash != digest:
-            from agentrel.harness.publication.identity import (
+            from agentrel.harness.protocol.identity import (
                 refusal_message,  # it imports the evaluator's code
             )
 

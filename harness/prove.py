@@ -11,9 +11,9 @@ from agentrel.dsl.api import RunFacts, Verdict
 from agentrel.dsl.state import State
 from agentrel.harness.agents.base import Episode
 from agentrel.harness.agents.scripted import replay
-from agentrel.harness.episode import PreparedTask
-from agentrel.harness.pipeline import CallRecord, Layer
-from agentrel.harness.session import RunSession
+from agentrel.harness.run.episode import PreparedTask
+from agentrel.harness.run.pipeline import CallRecord, Layer
+from agentrel.harness.run.session import RunSession
 from agentrel.harness.tasks import Expectation, Script, Task
 from agentrel.sandbox.sandbox import Sandbox
 

@@ -40,9 +40,9 @@ from agentrel.analysis.decisions.certify import (
 )
 from agentrel.analysis.decisions.confseq import precision_decision
 from agentrel.harness.errors import UsageError
-from agentrel.harness.matrix import RunPlan
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.results.status import decision_count, is_damaging
+from agentrel.harness.run.matrix import RunPlan
 
 Cell = tuple[str, str, str]  # (model, task, cell condition)
 

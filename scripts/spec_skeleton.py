@@ -61,8 +61,8 @@ def skeleton(changes: Iterable[RowChange], infos: Mapping[str, TableInfo]) -> st
 
 def oracle_changes(env_name: str, task_id: str) -> tuple[list[RowChange], Mapping[str, TableInfo]]:
     from agentrel.dsl.diff import diff
-    from agentrel.harness.episode import prepare
     from agentrel.harness.prove import scripted_run
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.environments import select
     from agentrel.sandbox.sandbox import Sandbox

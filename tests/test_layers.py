@@ -50,4 +50,4 @@ def test_a_back_edge_from_the_dsl_to_the_runner_is_refused(tmp_path):
     res = _lint(root)
     assert res.returncode != 0
     assert "agentrel.dsl is not allowed to import agentrel.harness" in res.stdout
-    assert "agentrel.dsl.shortcut -> agentrel.harness.runner" in res.stdout
+    assert "agentrel.dsl.shortcut -> agentrel.harness.run.runner" in res.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import agentrel
-from agentrel.harness.audit import AuditOutcome
+from agentrel.harness.run.audit import AuditOutcome
 from agentrel.harness.suite_paths import suite_root
 
 PUBLIC = {

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from agentrel.harness import defaults
-from agentrel.harness.pipeline import Event
+from agentrel.harness.results.event import Event
 from agentrel.harness.results.status import Failure
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult

@@ -54,8 +54,8 @@ from agentrel.harness.agents.retry import ProviderError, RetryDecision, classify
 from agentrel.harness.agents.weights_check import CLAIMED, verify_weights
 from agentrel.harness.errors import AuthFailure
 from agentrel.harness.host_names import is_loopback
-from agentrel.harness.pipeline import loads, parse_arguments
 from agentrel.harness.redact import redact
+from agentrel.harness.run.pipeline import loads, parse_arguments
 
 INVALID = RetryDecision(True, "transient")
 AUTH_ERROR_TYPES = frozenset({"authentication_error", "permission_error"})

@@ -1,7 +1,7 @@
 """An external agent program as a subject: `agentrel audit --agent NAME=COMMAND` (or `--agent-file`).
 
 Per run, the run's tools are served over MCP streamable HTTP on 127.0.0.1 with a fresh bearer token
-(`harness.mcp_episode`) and the command is started (no shell; `harness.agents.process`) with this
+(`harness.mcp.episode`) and the command is started (no shell; `harness.agents.process`) with this
 environment contract, the only AGENTREL_* variables it sees (its other variables are inherited):
 
     AGENTREL_MCP_URL              the run's MCP endpoint
@@ -303,7 +303,7 @@ class ExternalAgent:
             raise UserError(f"agent {self.spec.name}: {problem}")
 
     async def run(self, episode: Episode) -> AgentResult:
-        from agentrel.harness.mcp_episode import EpisodeFace
+        from agentrel.harness.mcp.episode import EpisodeFace
 
         task = episode.task
         with tempfile.TemporaryDirectory(prefix="agentrel-agent-") as tmp:
@@ -579,9 +579,9 @@ def protected_paths(spec: ExternalSpec) -> list[Path]:
 
     out = [default_home(), *(Path(h) for h in spec.hidden)]
     out += [Path(os.environ[v]) for v in ("AGENTREL_REGISTRY", "AGENTREL_SIGNING_KEY") if os.environ.get(v)]
-    import agentrel
+    from agentrel.distribution import PACKAGE_DIR
 
-    suite = Path(agentrel.__file__).parent / "_suite"
+    suite = PACKAGE_DIR / "_suite"
     out.append(suite)
     if suite.is_dir():
         out += [p.resolve() for p in suite.iterdir()]
@@ -590,9 +590,9 @@ def protected_paths(spec: ExternalSpec) -> list[Path]:
 
 def agentrel_code_dirs() -> list[Path]:
     """AgentRel's own package folders (its layers, without the suite), for `agentrel mcp stdio-proxy`."""
-    import agentrel
+    from agentrel.distribution import PACKAGE_DIR
 
-    root = Path(agentrel.__file__).parent
+    root = PACKAGE_DIR
     return [root, *(p.resolve() for p in root.iterdir() if p.is_symlink() and p.name != "_suite")]
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentrel.harness.pipeline import Event
+from agentrel.harness.results.event import Event
 
 MAX_SCAN = 20_000  # characters of a final message searched for an embedded call
 MAX_OBJECTS = 50  # opening braces tried

@@ -45,8 +45,8 @@ class InteractiveAgent:
         return {"name": self.name, "kind": self.kind, "interactive": True}
 
     async def run(self, episode: Episode) -> AgentResult:
-        from agentrel.harness.mcp_episode import EpisodeFace
-        from agentrel.harness.mcp_server import read_final_message
+        from agentrel.harness.mcp.episode import EpisodeFace
+        from agentrel.harness.mcp.server import read_final_message
 
         opts = self.opts
         face = EpisodeFace(

@@ -50,7 +50,7 @@ from agentrel.harness.agents.model_wire import (
     read_body,
 )
 from agentrel.harness.agents.scripted_model import ScriptedRun
-from agentrel.harness.mcp_http import listen, stop_served
+from agentrel.harness.mcp.http import listen, stop_served
 from agentrel.harness.redact import redact
 
 TOKEN_PREFIX = "agentrel-run-"

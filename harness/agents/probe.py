@@ -27,7 +27,7 @@ PROBE_RUN_ID = "probe"
 
 async def probe(agent: ExternalAgent, window_s: float) -> str | None:
     """None when the command connected (or was still starting at the window's end); else why not."""
-    from agentrel.harness.mcp_episode import EpisodeFace
+    from agentrel.harness.mcp.episode import EpisodeFace
     from agentrel.harness.tasks import load_suite
 
     task = load_suite()[0]

@@ -10,7 +10,7 @@ read-only in its sandbox (what it may run).
   an edited source, since it is not visible.
 - **The Python environment**: when the command is a Python interpreter (by name, or the `#!` line of its
   script), that interpreter is asked once for its `sys.path`; every distribution installed there is bound
-  by `harness.publication.libraries.bind_environment` (the evaluator digest's machinery), and folders on
+  by `harness.protocol.libraries.bind_environment` (the evaluator digest's machinery), and folders on
   its path outside the interpreter's prefixes (`PYTHONPATH`) are hashed as code directories.
 
 Bounded: a code directory with more than MAX_CODE_FILES files or MAX_CODE_BYTES bytes is refused (one
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrel.harness.agents.base import ConfigError
-from agentrel.harness.publication.libraries import bind_environment
+from agentrel.harness.protocol.libraries import bind_environment
 
 MAX_CODE_FILES = 5000
 MAX_CODE_BYTES = 512 * 1024 * 1024

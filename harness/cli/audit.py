@@ -335,12 +335,12 @@ def audit(
     while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete; exits 6 when
     a --fail-on condition holds (after writing everything).
     SIGTERM stops it like Ctrl-C: runs in flight are dropped unrecorded, every recorded run is whole."""
-    from agentrel.harness.audit import audit as run_audit
-    from agentrel.harness.audit import default_results_dir
     from agentrel.harness.errors import UsageError
     from agentrel.harness.executors import resolve_executor
     from agentrel.harness.fail_on import gate_findings, parse_fail_on
     from agentrel.harness.results.directory import ResultsDir
+    from agentrel.harness.run.audit import audit as run_audit
+    from agentrel.harness.run.audit import default_results_dir
     from agentrel.harness.stopping import StoppingRule
     from agentrel.sandbox.sandbox import Sandbox
 
@@ -551,7 +551,7 @@ def _alias(text: str) -> tuple[str, str]:
 def terminate_like_interrupt() -> Iterator[None]:
     """While the audit runs, SIGTERM (a service manager, a CI timeout, `kill` of a background audit, which
     inherits SIGINT ignored) raises KeyboardInterrupt like Ctrl-C, so the audit stops the same clean way;
-    while runs are in flight the library cancels them instead (`harness.audit`), as asyncio does for
+    while runs are in flight the library cancels them instead (`harness.run.audit`), as asyncio does for
     SIGINT. The previous handler is put back after: a process that goes on (a test run, a notebook) must
     not keep a Python-level SIGTERM handler, which a forked child would inherit and then could not be
     terminated while blocked."""

@@ -36,8 +36,8 @@ def selftest(
 ) -> None:
     """Each fault real (must be witnessed), as a no-op and tampered (must be invalid_injection), the
     lost-response known answers, and process/in-process parity. Exit 1 unless every case is as expected."""
-    from agentrel.harness.episode import prepare
     from agentrel.harness.faults.selftest import TASK, run_selftest
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.sandbox import Sandbox
 

@@ -145,15 +145,15 @@ def serve(
     try:
         import anyio
 
-        from agentrel.harness.mcp_server import ServeOptions
-        from agentrel.harness.mcp_server import serve as serve_mcp
+        from agentrel.harness.mcp.server import ServeOptions
+        from agentrel.harness.mcp.server import serve as serve_mcp
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "anyio"):
             raise
         raise EnvironmentFailure(
             f"the MCP server needs the {exc.name!r} package: pip install -e '.[mcp]' in the AgentRel checkout"
         ) from None
-    from agentrel.harness.episode import prepare
+    from agentrel.harness.run.episode import prepare
     from agentrel.sandbox.sandbox import Sandbox
 
     def report(verdict: Verdict) -> None:
@@ -168,7 +168,7 @@ def serve(
 
     from agentrel.harness.conditions.layers import for_run
     from agentrel.harness.conditions.model import resolve_condition
-    from agentrel.harness.matrix import run_seed
+    from agentrel.harness.run.matrix import run_seed
 
     declared = resolve_condition(condition)
     if declared.adversarial is not None:
@@ -210,7 +210,7 @@ def stdio_proxy(
         )
     import anyio
 
-    from agentrel.harness.mcp_proxy import stdio_proxy as relay
+    from agentrel.harness.mcp.proxy import stdio_proxy as relay
 
     try:
         anyio.run(relay, url, os.environ.get("AGENTREL_MCP_TOKEN") or None)
@@ -240,9 +240,9 @@ def _record_session(
     import re
 
     from agentrel.harness.agents.interactive import InteractiveAgent, SessionOptions
-    from agentrel.harness.audit import audit
     from agentrel.harness.conditions.model import resolve_condition
-    from agentrel.harness.mcp_server import ServeOptions
+    from agentrel.harness.mcp.server import ServeOptions
+    from agentrel.harness.run.audit import audit
     from agentrel.sandbox.sandbox import Sandbox
 
     if transport != "http":

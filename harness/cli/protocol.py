@@ -30,7 +30,7 @@ def freeze(
     """Write freeze.json (the protocol hash and its parts, who, when) and anchor it with a signed freeze
     entry in the registry. Earlier runs stay evidence, and a directory frozen over runs is never
     published."""
-    from agentrel.harness.publication.freeze import FREEZE_FILE, anchor, freeze_digest, write_freeze
+    from agentrel.harness.protocol.freeze import FREEZE_FILE, anchor, freeze_digest, write_freeze
 
     where, signer = registry_path(registry), signer_of(key)
     record, wrote = write_freeze(results, by, registry=where, signer=signer)
@@ -60,9 +60,9 @@ def show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the identity as JSON.")] = False,
 ) -> None:
     """The protocol identity this manifest, policy and code give, and whether a freeze binds it."""
-    from agentrel.harness.publication.binding import load_binding
-    from agentrel.harness.publication.freeze import freeze_digest, load_freeze, read_manifest
-    from agentrel.harness.publication.identity import diff_identity, identity_of
+    from agentrel.harness.protocol.binding import load_binding
+    from agentrel.harness.protocol.freeze import freeze_digest, load_freeze, read_manifest
+    from agentrel.harness.protocol.identity import diff_identity, identity_of
 
     identity = identity_of(read_manifest(results))
     record = load_freeze(results)

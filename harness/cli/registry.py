@@ -13,8 +13,8 @@ from agentrel.harness.cli.errors import ExitCode
 from agentrel.harness.errors import CheckFailed, IntegrityFailure
 
 if TYPE_CHECKING:
-    from agentrel.harness.publication.registry import RegistryState
-    from agentrel.harness.publication.signing import Signer
+    from agentrel.harness.protocol.registry import RegistryState
+    from agentrel.harness.protocol.signing import Signer
 
 app = typer.Typer(
     help="The append-only registry of published scorecards: supersede, withdraw, list.", no_args_is_help=True
@@ -55,14 +55,14 @@ By = Annotated[str | None, typer.Option("--by", help="Who decides (default: the 
 
 
 def registry_path(given: Path | None) -> Path:
-    from agentrel.harness.publication.registry import default_registry_path
+    from agentrel.harness.protocol.registry import default_registry_path
 
     return given.absolute() if given is not None else default_registry_path()
 
 
 def signer_of(key: Path | None) -> Signer:
     """The user's signing key, made on first use; says so (with its public part) when it was made."""
-    from agentrel.harness.publication.signing import load_signer
+    from agentrel.harness.protocol.signing import load_signer
 
     signer = load_signer(key)
     if signer.created:
@@ -77,8 +77,8 @@ def signer_of(key: Path | None) -> Signer:
 def verified(path: Path, public_key: str | None, key: Path | None, head: str | None = None) -> RegistryState:
     """The registry verified under the trusted key; a failure is one line naming the first bad entry,
     exit 1."""
-    from agentrel.harness.publication.registry import verify
-    from agentrel.harness.publication.signing import trusted_key
+    from agentrel.harness.protocol.registry import verify
+    from agentrel.harness.protocol.signing import trusted_key
 
     try:
         return verify(path, trusted_key(public_key, key), head)
@@ -98,7 +98,7 @@ def supersede(
     key: KeyFile = None,
 ) -> None:
     """Mark an active scorecard superseded: it is never compared again."""
-    from agentrel.harness.publication.registry import supersede as append
+    from agentrel.harness.protocol.registry import supersede as append
 
     path = registry_path(registry)
     entry = append(path, digest, reason, replacement, by, signer=signer_of(key))
@@ -110,7 +110,7 @@ def withdraw(
     digest: Digest, reason: Reason, by: By = None, registry: RegistryFile = None, key: KeyFile = None
 ) -> None:
     """Withdraw a scorecard (active or superseded): it is never compared again."""
-    from agentrel.harness.publication.registry import withdraw as append
+    from agentrel.harness.protocol.registry import withdraw as append
 
     path = registry_path(registry)
     entry = append(path, digest, reason, by, signer=signer_of(key))
@@ -222,13 +222,13 @@ def verify_command(
 def repair(registry: RegistryFile = None, key: KeyFile = None) -> None:
     """Set a torn last line aside in a sidecar file (kept) and cut it from the registry; re-sign a head
     that an interrupted append left behind the file's validly signed entries."""
-    from agentrel.harness.publication.registry import repair as cut
-    from agentrel.harness.publication.registry import resign_head
+    from agentrel.harness.protocol.registry import repair as cut
+    from agentrel.harness.protocol.registry import resign_head
 
     path = registry_path(registry)
     side = cut(path)
     out.print(f"{path}: whole, nothing to repair" if side is None else f"{path}: torn line moved to {side}")
-    from agentrel.harness.publication.registry_head import head_path
+    from agentrel.harness.protocol.registry_head import head_path
 
     if resign_head(path, key=key):
         out.print(f"{head_path(path)}: re-signed over the entries an interrupted append left", markup=False)
@@ -249,8 +249,8 @@ def rotate_key(
 ) -> None:
     """Rotate the registry to a new signing key: an entry signed by the current key names the new one;
     every later entry and the signed head are the new key's. Entries signed before stay valid."""
-    from agentrel.harness.publication.registry import rotate_key as rotate
-    from agentrel.harness.publication.signing import load_signer
+    from agentrel.harness.protocol.registry import rotate_key as rotate
+    from agentrel.harness.protocol.signing import load_signer
 
     path = registry_path(registry)
     old = load_signer(key, create=False)
@@ -280,8 +280,8 @@ def revoke_key(
 ) -> None:
     """Revoke an earlier key from a date: what it signed from then on is void (`verify` and `publish`
     refuse it); what it signed before stays valid. Signed by the current key (rotate first)."""
-    from agentrel.harness.publication.registry import revoke_key as revoke
-    from agentrel.harness.publication.signing import load_signer
+    from agentrel.harness.protocol.registry import revoke_key as revoke
+    from agentrel.harness.protocol.signing import load_signer
 
     path = registry_path(registry)
     entry = revoke(path, public, since, reason, signer=load_signer(key, create=False))

@@ -94,7 +94,7 @@ def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: Env
     """Check every task: schema, tool names, spec against the sandbox schema, params, fixture SQL applies."""
     from agentrel.dsl.api import DslError, check_spec, load_spec
     from agentrel.dsl.params import resolve_params
-    from agentrel.harness.episode import prepare
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.environments import current
     from agentrel.sandbox.sandbox import Sandbox
@@ -127,8 +127,8 @@ def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: Env
 @app.command()
 def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvName = None) -> None:
     """Run every oracle and counterexample on a real sandbox; exit non-zero on any mismatch."""
-    from agentrel.harness.episode import prepare
     from agentrel.harness.prove import prove_task
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.sandbox import Sandbox
 

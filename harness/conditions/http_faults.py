@@ -36,7 +36,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentrel.harness.conditions.noise import FaultDraw, Faulted, NoiseLayer
-from agentrel.harness.pipeline import Layer
+from agentrel.harness.run.pipeline import Layer
 from agentrel.sandbox.tools import ToolResult
 
 DEFAULT_DELAY_S = 30.0  # as long as the in-process timeout says it waited

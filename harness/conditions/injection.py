@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentrel.harness.conditions.model import Delivery
-from agentrel.harness.pipeline import Event, Next, ToolCall
+from agentrel.harness.results.event import Event
+from agentrel.harness.run.pipeline import Next, ToolCall
 from agentrel.sandbox.tools import Tool, ToolResult
 
 # Text fields a payload may be planted in, in order of preference: free text a person wrote.

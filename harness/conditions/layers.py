@@ -10,8 +10,8 @@ from agentrel.harness.conditions.catalogue import Catalogue, Goal, Payload, make
 from agentrel.harness.conditions.injection import InjectionLayer, Planted
 from agentrel.harness.conditions.model import Condition, Delivery, Injection
 from agentrel.harness.conditions.noise import NoiseLayer
-from agentrel.harness.episode import PreparedTask
-from agentrel.harness.pipeline import Layer, stream
+from agentrel.harness.run.episode import PreparedTask
+from agentrel.harness.run.pipeline import Layer, stream
 from agentrel.harness.tasks import Task
 
 

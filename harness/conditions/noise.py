@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrel.harness.conditions.model import Fault, Noise
-from agentrel.harness.pipeline import Next, ToolCall
+from agentrel.harness.run.pipeline import Next, ToolCall
 from agentrel.sandbox.tools import Tool, ToolResult
 
 EXECUTED: frozenset[Fault] = frozenset({"lost_response", "malformed", "empty"})

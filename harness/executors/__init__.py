@@ -1,5 +1,5 @@
 """Where attempts run. An executor takes (plan, attempt number) and hands back an `Attempt`; the driver
-(`harness.runner.run_matrix`) alone writes records, dumps and transcripts, whichever executor ran them.
+(`harness.run.runner.run_matrix`) alone writes records, dumps and transcripts, whichever executor ran them.
 
 - `LocalExecutor`: this process, `slots` attempts at a time on this machine's sandbox.
 - `harness.executors.ray` (optional extra `ray`): Ray actors, each owning a sandbox.
@@ -14,9 +14,9 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from agentrel.harness.matrix import RunPlan
-from agentrel.harness.recipe import RunRecipe
-from agentrel.harness.runner import Attempt, RunContext, execute
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.recipe import RunRecipe
+from agentrel.harness.run.runner import Attempt, RunContext, execute
 
 MAX_THREADS = 256  # past this, more slots share threads: their work is milliseconds between waits
 

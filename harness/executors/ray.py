@@ -27,9 +27,9 @@ from agentrel.harness.errors import EnvironmentFailure, UsageError
 from agentrel.harness.executors import Executor, ExecutorFactory
 from agentrel.harness.executors.slot import SlotActor, SlotFacts, SlotSpec
 from agentrel.harness.executors.transfer import TransferError, lost_attempt, unship
-from agentrel.harness.matrix import RunPlan
-from agentrel.harness.recipe import RunRecipe
-from agentrel.harness.runner import Attempt, RunContext
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.recipe import RunRecipe
+from agentrel.harness.run.runner import Attempt, RunContext
 
 INSTALL_HINT = "pip install -e '.[ray]' in the AgentRel checkout"
 LOOPBACK = "127.0.0.1"
@@ -274,7 +274,7 @@ def ray_executor(
     home: Path | None = None,
     setup: Callable[[], None] | None = None,
 ) -> ExecutorFactory:
-    """The factory `harness.audit.audit(executor=...)` takes; --concurrency is each actor's."""
+    """The factory `harness.run.audit.audit(executor=...)` takes; --concurrency is each actor's."""
 
     def make(recipe: RunRecipe, ctx: RunContext, concurrency: int) -> Executor:
         return RayExecutor(recipe, ctx, concurrency, address=address, workers=workers, home=home, setup=setup)

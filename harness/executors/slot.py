@@ -3,7 +3,7 @@
 The actor opens once: it builds its sandbox (a private local cluster in its own home directory, or the
 Postgres its node's environment names with AGENTREL_DSN / AGENTREL_BACKEND, as for any agentrel process
 there), rebuilds the audit's `RunContext` from the `RunRecipe`, and checks that its task templates are
-the driver's, byte for byte. Then it attempts runs with `harness.runner.execute` and ships each back as
+the driver's, byte for byte. Then it attempts runs with `harness.run.runner.execute` and ships each back as
 a state delta (`harness.executors.transfer`); it writes nothing to the results directory.
 """
 
@@ -26,9 +26,9 @@ from agentrel.harness.errors import EnvironmentFailure
 from agentrel.harness.executors import size_thread_pool
 from agentrel.harness.executors.capacity import size_server
 from agentrel.harness.executors.transfer import Shipped, ship
-from agentrel.harness.matrix import RunPlan
-from agentrel.harness.recipe import RunRecipe
-from agentrel.harness.runner import RunContext
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.recipe import RunRecipe
+from agentrel.harness.run.runner import RunContext
 
 CLOSE_TIMEOUT_S = 60.0
 
@@ -82,7 +82,7 @@ class SlotActor:
     async def open(self) -> SlotFacts:
         import ray
 
-        from agentrel.harness.recipe import build_context
+        from agentrel.harness.run.recipe import build_context
 
         t0 = time.perf_counter()
         if self.spec.setup is not None:
@@ -121,7 +121,7 @@ class SlotActor:
         )
 
     async def attempt(self, plan: RunPlan, attempt: int) -> Shipped:
-        from agentrel.harness.runner import execute
+        from agentrel.harness.run.runner import execute
 
         assert self.ctx is not None, "open() first"
         if not self.sized:  # in the actor's own event loop, which its attempts share

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrel.dsl.state import Key, Row, State, TableState
-from agentrel.harness.matrix import RunPlan
 from agentrel.harness.results.record import RunError, RunRecord
 from agentrel.harness.results.status import run_status
-from agentrel.harness.runner import Attempt, RunContext, record_head
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.runner import Attempt, RunContext, record_head
 
 Delta = dict[str, tuple[dict[Key, Row], list[Key]]]  # table -> (rows inserted or changed, keys deleted)
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from agentrel.harness.conditions.noise import TIMEOUT
 from agentrel.harness.faults import wire
-from agentrel.harness.pipeline import ToolCall
+from agentrel.harness.run.pipeline import ToolCall
 from agentrel.sandbox.tools import ToolResult
 
 # What the agent sees when the connection dies under its call: like a timeout, the outcome is unknown.

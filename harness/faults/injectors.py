@@ -47,7 +47,7 @@ from agentrel.harness.faults.receipts import (
     verdict,
 )
 from agentrel.harness.faults.rig import FaultRig
-from agentrel.harness.pipeline import Next, ToolCall
+from agentrel.harness.run.pipeline import Next, ToolCall
 from agentrel.sandbox.tools import ToolResult
 
 HOLD_S = 8.0  # how long a kill's target call keeps its transaction open; the kill lands well before

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import psycopg
 
-from agentrel.harness.episode import PreparedTask
 from agentrel.harness.faults.client import RemoteTools
 from agentrel.harness.faults.process import ServerProcess, ServerSpec
 from agentrel.harness.faults.proxy import FaultProxy
 from agentrel.harness.faults.server import APP_PREFIX
+from agentrel.harness.run.episode import PreparedTask
 from agentrel.sandbox import tracking
 from agentrel.sandbox.sandbox import Sandbox
 

@@ -30,7 +30,7 @@ from pydantic import Field, model_validator
 from agentrel.harness.errors import UserError
 from agentrel.harness.faults.receipts import FaultKind
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.pipeline import ToolCall
+from agentrel.harness.run.pipeline import ToolCall
 from agentrel.harness.yamlfile import load_model
 from agentrel.sandbox.tools.base import Tool
 

@@ -22,11 +22,11 @@ from pathlib import Path
 from agentrel.dsl.api import RunFacts, Verdict
 from agentrel.harness.agents.base import Episode
 from agentrel.harness.agents.scripted import React, naive_retry, reconcile, replay
-from agentrel.harness.episode import PreparedTask
 from agentrel.harness.faults.injectors import FaultLayer, Injected, Injector, tamper
 from agentrel.harness.faults.receipts import FAULT_KINDS, FaultKind, ReceiptLog, verdict
 from agentrel.harness.faults.schedule import Trigger, TriggerState
-from agentrel.harness.session import RunSession
+from agentrel.harness.run.episode import PreparedTask
+from agentrel.harness.run.session import RunSession
 from agentrel.harness.tasks import Script
 from agentrel.sandbox.sandbox import Sandbox
 

@@ -162,7 +162,7 @@ class ToolServer:
             try:
                 result = await asyncio.to_thread(self.box.call, tool, body.get("args"))
             except Exception as exc:
-                # As the in-process session answers it (harness/session.py): an argument no tool can take
+                # As the in-process session answers it (harness/run/session.py): an argument no tool can take
                 # is the agent's own, answered as a tool error.
                 error = f"tool call failed: {type(exc).__name__}: {exc}"[:300]
                 result = ToolResult(False, {"error": error})

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+from agentrel.harness.protocol.freeze import Freeze, freeze_digest
+from agentrel.harness.protocol.registry import RegistryEntry
 from agentrel.harness.publication.evidence import RecordFacts
-from agentrel.harness.publication.freeze import Freeze, freeze_digest
-from agentrel.harness.publication.registry import RegistryEntry
 from agentrel.harness.results.record import STAMP
 
 __all__ = ["anchor_reasons", "anchored_at"]

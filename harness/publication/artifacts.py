@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from agentrel.harness.publication.canonical import parse_canonical, part_bytes, sha256_hex
+from agentrel.harness.protocol.canonical import parse_canonical, part_bytes, sha256_hex
 from agentrel.harness.publication.evidence import Evidence
 from agentrel.harness.results.directory import ResultsDir
 

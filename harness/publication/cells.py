@@ -1,8 +1,8 @@
 """The preregistered cell set of a manifest: every run the frozen protocol promises, and its stratum.
 
 A cell is one run: (model, task, condition, fault, run index), named as the harness names its run
-(`harness.matrix.RunPlan.run_id`). The unscheduled cells are the audit's matrix, models x tasks x
-conditions x run indices 1..k (`harness.matrix.expand`), less the (task, condition) pairs the manifest
+(`harness.run.matrix.RunPlan.run_id`). The unscheduled cells are the audit's matrix, models x tasks x
+conditions x run indices 1..k (`harness.run.matrix.expand`), less the (task, condition) pairs the manifest
 declares excluded. The fault-scheduled cells are the manifest's resolved schedule (`faults.cells`: task,
 fault id, kind) x models x 1..k, each under the cell condition `fault:<id>` and with its clean twin's
 seed. A stratum is (condition, fault kind, task); an unscheduled cell's fault kind is "none".

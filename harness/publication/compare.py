@@ -30,7 +30,17 @@ from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import IntegrityFailure, Refused, UserError
 from agentrel.harness.faults.schedule import fault_condition
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.matrix import run_seed
+from agentrel.harness.protocol.conformance import (
+    ENVIRONMENT_FILE,
+    EnvironmentConformanceProof,
+    conform,
+    failing_summary,
+)
+from agentrel.harness.protocol.environment import ExecutionEnvironment, environment_hash
+from agentrel.harness.protocol.identity import ProtocolParts
+from agentrel.harness.protocol.policy import Policy, load_policy, policy_hash
+from agentrel.harness.protocol.registry import RegistryState, verify
+from agentrel.harness.protocol.signing import trusted_key
 from agentrel.harness.publication.cells import TWIN_CONDITION
 from agentrel.harness.publication.compare_stats import (
     CellTest,
@@ -40,19 +50,9 @@ from agentrel.harness.publication.compare_stats import (
     pair_runs,
     rate_differences,
 )
-from agentrel.harness.publication.conformance import (
-    ENVIRONMENT_FILE,
-    EnvironmentConformanceProof,
-    conform,
-    failing_summary,
-)
-from agentrel.harness.publication.environment import ExecutionEnvironment, environment_hash
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
-from agentrel.harness.publication.identity import ProtocolParts
-from agentrel.harness.publication.policy import Policy, load_policy, policy_hash
-from agentrel.harness.publication.registry import RegistryState, verify
 from agentrel.harness.publication.scorecard import PublishableScorecard
-from agentrel.harness.publication.signing import trusted_key
+from agentrel.harness.run.matrix import run_seed
 
 __all__ = [
     "COMPARISON_FILES",

@@ -21,12 +21,12 @@ from typing import Any, Literal
 from pydantic import model_validator
 
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.publication.canonical import canonical_bytes, canonical_hash
+from agentrel.harness.protocol.canonical import canonical_bytes, canonical_hash
+from agentrel.harness.protocol.freeze import Freeze
+from agentrel.harness.protocol.identity import ProtocolParts, identity_of
+from agentrel.harness.protocol.policy import Policy
 from agentrel.harness.publication.evidence import Evidence, evidence_from_records
-from agentrel.harness.publication.freeze import Freeze
-from agentrel.harness.publication.identity import ProtocolParts, identity_of
 from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
-from agentrel.harness.publication.policy import Policy
 
 __all__ = ["EligibilityProof", "StratumCoverage", "proof_of", "validate"]
 

@@ -32,7 +32,7 @@ from agentrel.analysis.records import RECORD_ERROR, Verdict
 from agentrel.harness.errors import UserError
 from agentrel.harness.faults.receipts import ActuatorReceipt, WitnessReceipt, verdict
 from agentrel.harness.gc_paused import collector_paused
-from agentrel.harness.publication.canonical import CanonicalError, parse_canonical, part_bytes
+from agentrel.harness.protocol.canonical import CanonicalError, parse_canonical, part_bytes
 from agentrel.harness.results.status import VALID, effective_status
 
 __all__ = ["Evidence", "RecordFacts", "evidence_from_records", "facts_of", "merkle_root", "read_evidence"]

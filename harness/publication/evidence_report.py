@@ -15,10 +15,10 @@ from typing import Literal
 from pydantic import model_validator
 
 from agentrel.harness.frozen import Frozen
+from agentrel.harness.protocol.identity import IDENTITY, ProtocolParts
 from agentrel.harness.publication.cells import Cell, cell_id
 from agentrel.harness.publication.eligibility import EligibilityProof, StratumCoverage
 from agentrel.harness.publication.evidence import RecordFacts
-from agentrel.harness.publication.identity import IDENTITY, ProtocolParts
 from agentrel.harness.publication.matrix_check import MatrixCheck
 from agentrel.harness.publication.reasons import meaning
 

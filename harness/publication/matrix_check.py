@@ -16,17 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrel.harness.matrix import run_seed
+from agentrel.harness.protocol.freeze import Freeze, freeze_digest
+from agentrel.harness.protocol.identity import PARTS, ProtocolIdentity
+from agentrel.harness.protocol.policy import Policy
 from agentrel.harness.publication.cells import NO_FAULT, Cell, CellInfo, cell_id, registered_cells
 from agentrel.harness.publication.error_budget_check import check_error_budget
 from agentrel.harness.publication.evidence import Evidence, RecordFacts
-from agentrel.harness.publication.freeze import Freeze, freeze_digest
-from agentrel.harness.publication.identity import PARTS, ProtocolIdentity
-from agentrel.harness.publication.policy import Policy
 from agentrel.harness.publication.stopping_check import StoppingCheck, check_stopping
 from agentrel.harness.results.attempts import is_reroll, rank
 from agentrel.harness.results.record import run_id
 from agentrel.harness.results.status import NOT_EXPOSED
+from agentrel.harness.run.matrix import run_seed
 
 __all__ = ["MatrixCheck", "StratumCounts", "check_matrix", "decide"]
 

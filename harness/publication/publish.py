@@ -28,24 +28,24 @@ from agentrel.analysis.decisions.certify import certificate_sentence
 from agentrel.analysis.faults import FaultReport
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UserError
+from agentrel.harness.protocol.canonical import model_bytes
+from agentrel.harness.protocol.conformance import ENVIRONMENT_FILE, read_execution_environment
+from agentrel.harness.protocol.environment import ExecutionEnvironment, environment_hash
+from agentrel.harness.protocol.freeze import load_freeze, read_manifest
+from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.protocol.policy import Policy, load_policy
+from agentrel.harness.protocol.registry import default_registry_path, register, verify
+from agentrel.harness.protocol.registry_journal import journal_reasons
+from agentrel.harness.protocol.signing import Signer, load_signer, trusted_key
 from agentrel.harness.publication.anchor import anchor_reasons
 from agentrel.harness.publication.artifacts import artifact_problems, orphan_problems
-from agentrel.harness.publication.canonical import model_bytes
-from agentrel.harness.publication.conformance import ENVIRONMENT_FILE, read_execution_environment
 from agentrel.harness.publication.eligibility import EligibilityProof, proof_of
-from agentrel.harness.publication.environment import ExecutionEnvironment, environment_hash
 from agentrel.harness.publication.evidence import Evidence, read_evidence
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport, artifact_refs
-from agentrel.harness.publication.freeze import load_freeze, read_manifest
-from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.publication.matrix_check import MatrixCheck, check_matrix
-from agentrel.harness.publication.policy import Policy, load_policy
 from agentrel.harness.publication.rederive import rederive_outcomes
-from agentrel.harness.publication.registry import default_registry_path, register, verify
-from agentrel.harness.publication.registry_journal import journal_reasons
 from agentrel.harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
 from agentrel.harness.publication.scorecard import AxisValue, CellCertificate, PublishableScorecard
-from agentrel.harness.publication.signing import Signer, load_signer, trusted_key
 from agentrel.harness.publication.stopping_check import StoppingCheck
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 from agentrel.analysis.doc import Document, Image, Section, Table, fmt, fmt_ci
 from agentrel.analysis.faults import Rate
 from agentrel.analysis.render import to_html, to_markdown
+from agentrel.harness.protocol.identity import ProtocolParts
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport, RunRef
-from agentrel.harness.publication.identity import ProtocolParts
 from agentrel.harness.publication.scorecard import Proportion, PublishableScorecard
 
 __all__ = ["report_markdown", "scorecard_html", "scorecard_markdown"]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agentrel.harness.protocol.freeze import Freeze
+from agentrel.harness.protocol.policy import Policy
 from agentrel.harness.publication.eligibility import EligibilityProof
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
-from agentrel.harness.publication.freeze import Freeze
-from agentrel.harness.publication.policy import Policy
 from agentrel.harness.publication.scorecard import PublishableScorecard
 
 __all__ = ["SCHEMAS", "SCHEMA_DIR", "generated", "write"]

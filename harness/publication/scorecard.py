@@ -32,15 +32,15 @@ from agentrel.analysis.faults import FaultReport
 from agentrel.analysis.intervals import clopper_pearson
 from agentrel.analysis.noise_floor import NoiseFloor, combine, pool_floor
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.publication.canonical import canonical_hash, model_bytes, sha256_hex
+from agentrel.harness.protocol.canonical import canonical_hash, model_bytes, sha256_hex
+from agentrel.harness.protocol.environment import ExecutionEnvironment, environment_hash
+from agentrel.harness.protocol.identity import IDENTITY, ProtocolParts, identity_of
+from agentrel.harness.protocol.policy import Policy
+from agentrel.harness.protocol.signing import PUBLIC_PATTERN, SIG_PATTERN, Signer, signature_valid
 from agentrel.harness.publication.cells import NO_FAULT, fault_kinds
 from agentrel.harness.publication.eligibility import EligibilityProof
-from agentrel.harness.publication.environment import ExecutionEnvironment, environment_hash
 from agentrel.harness.publication.evidence import Evidence, RecordFacts
-from agentrel.harness.publication.identity import IDENTITY, ProtocolParts, identity_of
 from agentrel.harness.publication.matrix_check import decide
-from agentrel.harness.publication.policy import Policy
-from agentrel.harness.publication.signing import PUBLIC_PATTERN, SIG_PATTERN, Signer, signature_valid
 
 __all__ = [
     "AxisValue",

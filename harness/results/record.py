@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agentrel.dsl.api import Verdict
 from agentrel.harness.faults.effects import RepeatedEffect
 from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
-from agentrel.harness.pipeline import Event
+from agentrel.harness.results.event import Event
 from agentrel.harness.results.attempts import decisive_index
 from agentrel.harness.results.status import TERMINAL, VALID, Status, derived_status, is_damaging
 
@@ -97,7 +97,7 @@ class RunRecord(BaseModel):
     # The model id the provider said served this run's responses (one per run: a response served by
     # another is refused as a provider failure); None for agents without one or servers that never say.
     served_model: str | None = None
-    # Where cost_usd comes from (decided in harness.runner._cost): `measured` from the provider's usage as
+    # Where cost_usd comes from (decided in harness.run.runner._cost): `measured` from the provider's usage as
     # the harness read it (a model adapter, an agent program's model proxy), `reported` only from the agent
     # program's own usage file; None with no cost, and on records from before the field.
     cost_source: Literal["measured", "reported"] | None = None

@@ -49,7 +49,7 @@ class Tool:
         return self.reversibility != "read"
 
     # A tool is described once, neutrally (name, description, JSON Schema); each provider's wire format
-    # is its adapter's business (harness/agents/openai.py, anthropic.py, harness/mcp_server.py).
+    # is its adapter's business (harness/agents/openai.py, anthropic.py, harness/mcp/server.py).
 
 
 def shown(value: Any) -> str:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from agentrel.harness.agents.external import ExternalSpec
-from agentrel.harness.audit import audit
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
+from agentrel.harness.run.audit import audit
 from agentrel.harness.tasks import load_suite
 
 REPO = Path(__file__).resolve().parents[2]

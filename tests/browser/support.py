@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from agentrel.harness.audit import audit
+from agentrel.harness.run.audit import audit
 from agentrel.harness.view.app import bind, create_app
 
 TASK = "csm-goodwill-cap"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.episode import prepare
+from agentrel.harness.run.episode import prepare
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.servers.docker import DockerServer
 

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def double_charge(sandbox):
-    from agentrel.harness.episode import prepare
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
 
     return prepare(sandbox, load_suite(patterns=["csm-double-charge"])[0])

@@ -10,10 +10,10 @@ import json
 
 import rfc8785
 
-from agentrel.harness.audit import audit
 from agentrel.harness.faults.injectors import Injector
 from agentrel.harness.faults.receipts import ReceiptLog
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
 
 TASK = "csm-double-charge"
 SCHEDULE = """\
@@ -119,7 +119,7 @@ def test_an_injector_that_does_nothing_leaves_its_cell_invalid_never_a_pass(sand
     schedule = tmp_path / "s.yaml"
     schedule.write_text(SCHEDULE.replace("first_irreversible_call", "call, n: 1").split("  - {id: late")[0])
     # A silently broken injector: it claims its fault but does nothing.
-    monkeypatch.setattr("agentrel.harness.runner.Injector", functools.partial(Injector, real=False))
+    monkeypatch.setattr("agentrel.harness.run.runner.Injector", functools.partial(Injector, real=False))
     outcome = run(sandbox, tmp_path / "r", ["scripted/oracle"], schedule, max_attempts=2)
     attempts = ResultsDir(tmp_path / "r").attempts()
     fault_runs = [rid for rid in attempts if "fault:lost" in rid]

@@ -12,8 +12,8 @@ from agentrel.harness.faults.selftest import Case
 
 
 def test_one_unexpected_case_exits_1(monkeypatch: Any) -> None:
-    import agentrel.harness.episode as episode
     import agentrel.harness.faults.selftest as st
+    import agentrel.harness.run.episode as episode
     import agentrel.sandbox.sandbox as sandbox_mod
 
     async def fake(sb: Any, prepared: Any, receipts: Path) -> list[Case]:

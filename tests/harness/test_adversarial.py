@@ -15,9 +15,9 @@ import pytest
 
 from agentrel.harness.agents.base import AgentResult
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
 from agentrel.harness.conditions.injection import InjectionLayer, Planted, embed
-from agentrel.harness.pipeline import Pipeline, ToolCall
+from agentrel.harness.run.audit import audit
+from agentrel.harness.run.pipeline import Pipeline, ToolCall
 from agentrel.sandbox.tools import ToolResult, all_tools
 
 TASKS = ["csm-goodwill-cap", "itsm-cab-window", "csm-double-charge"]

@@ -7,7 +7,7 @@ import pytest
 from agentrel.harness.agents.anthropic import AnthropicAgent
 from agentrel.harness.agents.openai import OpenAIAgent
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
+from agentrel.harness.run.audit import audit
 from tests.harness.fake_provider import (
     FakeProvider,
     anthropic_text,

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from agentrel.harness.audit import audit
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
 
 TASK = "itsm-cab-window"
 REPO = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def test_changed_protocol_is_refused_with_one_line(sandbox, tmp_path):
 def test_records_carry_the_protocol_root_and_other_code_may_not_add_to_them(sandbox, tmp_path):
     """protocol.json names the identity the runs were recorded under; a resume under another evaluator
     (or a directory from before the file) is refused in one line, and the recorded runs stay."""
-    from agentrel.harness.publication.identity import identity_of
+    from agentrel.harness.protocol.identity import identity_of
 
     results = tmp_path / "r"
     outcome = audit_task(sandbox, results, k=1, model="scripted/oracle")
@@ -270,7 +270,7 @@ def test_a_spec_naming_an_unknown_table_stops_the_audit_before_any_run(sandbox, 
 def test_the_same_audit_on_two_environments_gets_two_default_directories(monkeypatch):
     """The README's two τ² audits, run one after the other without --results, once shared a directory
     and the second was refused as a changed protocol."""
-    from agentrel.harness.audit import default_results_dir
+    from agentrel.harness.run.audit import default_results_dir
 
     monkeypatch.setenv("AGENTREL_ENV", "agentrel-enterprise")
     assert default_results_dir(["reference/stochastic"], 8, None) == Path("results/reference_stochastic-k8")

@@ -22,7 +22,7 @@ BASE = ["agentrel", "audit", "-m", ORACLE, "--tasks", TASK, "--until", "detect"]
 @pytest.fixture(scope="module")
 def recorded(sandbox, tmp_path_factory) -> list[dict]:
     """Three real records of the oracle (a scripted agent records $0): re-costed by each test."""
-    from agentrel.harness.audit import audit
+    from agentrel.harness.run.audit import audit
 
     results = tmp_path_factory.mktemp("cost") / "r"
     audit(models=[ORACLE], k=3, task_patterns=[TASK], concurrency=1, results=results, sandbox=sandbox,

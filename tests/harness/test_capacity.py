@@ -62,7 +62,7 @@ def test_an_external_server_is_the_users_to_configure(own_cluster: LocalCluster)
 def test_the_audit_says_when_its_server_cannot_hold_its_concurrency(sandbox, tmp_path: Path) -> None:
     """The same Postgres reached as an external server: a concurrency it cannot hold is one line, and the
     runs still complete (here one run, which needs one connection)."""
-    from agentrel.harness.audit import audit
+    from agentrel.harness.run.audit import audit
     from agentrel.sandbox.sandbox import Sandbox
 
     external = Sandbox(ExternalServer(sandbox.server.conninfo("postgres")), home=sandbox.home)

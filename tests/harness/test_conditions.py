@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.audit import audit
 from agentrel.harness.conditions.model import BUILTIN, Noise, resolve_condition
 from agentrel.harness.conditions.noise import TIMEOUT, NoiseLayer
 from agentrel.harness.errors import UsageError, UserError
-from agentrel.harness.pipeline import Pipeline, ToolCall
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
+from agentrel.harness.run.pipeline import Pipeline, ToolCall
 from agentrel.sandbox.tools import ToolResult, all_tools
 
 REFUND_TASK = "csm-double-charge"

@@ -26,7 +26,7 @@ def test_a_bad_budget_is_one_line_and_plans_nothing(tmp_path, monkeypatch, capsy
 
 
 def test_the_budget_is_planned_into_the_manifest(sandbox, tmp_path) -> None:
-    from agentrel.harness.audit import audit
+    from agentrel.harness.run.audit import audit
 
     with_budget, without = tmp_path / "b", tmp_path / "n"
     for results, budget in ((with_budget, 0.1), (without, None)):

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.episode import prepare
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.episode import prepare
 from agentrel.harness.tasks import load_suite
 from tests.harness.fake_provider import FakeProvider, auth_error, openai_text
 

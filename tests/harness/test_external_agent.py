@@ -19,11 +19,11 @@ import pytest
 
 from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.agents.process import HEAD_BYTES, TAIL_BYTES
-from agentrel.harness.audit import audit
 from agentrel.harness.cli.audit import external_agents
 from agentrel.harness.errors import UsageError
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
+from agentrel.harness.run.audit import audit
 from agentrel.harness.tasks import load_suite
 from tests.harness.processes import alive_with
 

@@ -26,10 +26,10 @@ from agentrel.harness.conditions.catalogue import (
     make_canary,
     render,
 )
-from agentrel.harness.episode import PreparedTask, prepare
 from agentrel.harness.errors import UserError
-from agentrel.harness.pipeline import CallRecord
-from agentrel.harness.session import RunSession
+from agentrel.harness.run.episode import PreparedTask, prepare
+from agentrel.harness.run.pipeline import CallRecord
+from agentrel.harness.run.session import RunSession
 from agentrel.harness.tasks import Script, Step, load_suite
 
 ROOT = Path(__file__).resolve().parents[2] / "damage_specs" / "injections"

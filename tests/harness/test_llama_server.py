@@ -20,7 +20,7 @@ import pytest
 from agentrel.harness.agents.chat import request_seed
 from agentrel.harness.agents.openai import OpenAIAgent
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
+from agentrel.harness.run.audit import audit
 from tests.harness.chat_templates import BLIND_TO_TOOL_RESULTS, HERMES_STYLE
 
 TASK = "itsm-cab-window"

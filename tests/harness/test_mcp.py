@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from agentrel.dsl.api import RunFacts
-from agentrel.harness.episode import judge, prepare
+from agentrel.harness.run.episode import judge, prepare
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.databases import RUN_PREFIX
 from agentrel.sandbox.dump import dump_database

@@ -27,8 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from agentrel.harness.errors import UsageError
-from agentrel.harness.mcp_http import allowed_hosts, is_loopback
-from agentrel.harness.mcp_server import ServeOptions
+from agentrel.harness.mcp.http import allowed_hosts, is_loopback
+from agentrel.harness.mcp.server import ServeOptions
 from agentrel.sandbox.databases import RUN_PREFIX
 from tests.harness import test_mcp
 from tests.harness.test_mcp import (

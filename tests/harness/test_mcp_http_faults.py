@@ -32,12 +32,12 @@ from agentrel.harness.conditions.http_faults import INCOMPLETE, for_layers, trun
 from agentrel.harness.conditions.layers import for_run
 from agentrel.harness.conditions.model import BUILTIN, Condition, Fault, resolve_condition
 from agentrel.harness.conditions.noise import RETRY_AFTER_S
-from agentrel.harness.episode import PreparedTask, prepare
-from agentrel.harness.matrix import run_seed
-from agentrel.harness.mcp_http import http_app, listen, url_of
-from agentrel.harness.mcp_server import build_server
-from agentrel.harness.pipeline import Event
-from agentrel.harness.session import RunSession
+from agentrel.harness.mcp.http import http_app, listen, url_of
+from agentrel.harness.mcp.server import build_server
+from agentrel.harness.results.event import Event
+from agentrel.harness.run.episode import PreparedTask, prepare
+from agentrel.harness.run.matrix import run_seed
+from agentrel.harness.run.session import RunSession
 from agentrel.harness.tasks import load_suite
 from tests.harness.test_mcp import REPO, server_env, wait_for_log
 

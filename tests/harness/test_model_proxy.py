@@ -26,12 +26,12 @@ from agentrel.harness.agents.chat import request_seed
 from agentrel.harness.agents.external import ExternalAgent, ExternalSpec
 from agentrel.harness.agents.model_proxy import ModelProxy
 from agentrel.harness.agents.model_upstream import Upstream, resolve_upstream
-from agentrel.harness.audit import audit
 from agentrel.harness.cli.audit import external_agents
 from agentrel.harness.errors import UsageError
 from agentrel.harness.prices import cost, load_prices
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
+from agentrel.harness.run.audit import audit
 from agentrel.harness.tasks import load_suite
 from agentrel.harness.view import run_html
 from agentrel.harness.view.evidence import RunEvidence

@@ -21,10 +21,10 @@ from agentrel.harness.agents.chat import SEED_RULE, request_seed
 from agentrel.harness.agents.final_text import echoed_error, final_message_events, text_tool_call
 from agentrel.harness.agents.openai import OpenAIAgent
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
 from agentrel.harness.errors import UsageError
-from agentrel.harness.matrix import expand
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
+from agentrel.harness.run.matrix import expand
 from tests.browser.support import served
 from tests.harness.chat_templates import HERMES_STYLE
 from tests.harness.fake_provider import OPENAI_LIES, FakeProvider, openai_text, openai_tool_call

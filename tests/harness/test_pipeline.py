@@ -17,15 +17,15 @@ from mcp.client.client import Client
 from agentrel.dsl.api import RunFacts
 from agentrel.harness.agents.scripted import ScriptedAgent
 from agentrel.harness.conditions.layers import RunCondition
-from agentrel.harness.episode import prepare
-from agentrel.harness.matrix import RunPlan
-from agentrel.harness.mcp_server import build_server
-from agentrel.harness.pipeline import Next, Pipeline, ToolCall, parse_arguments
+from agentrel.harness.mcp.server import build_server
 from agentrel.harness.prices import load_prices
 from agentrel.harness.prove import scripted_run
 from agentrel.harness.results.directory import ResultsDir
-from agentrel.harness.runner import RunContext, execute, record_attempt
-from agentrel.harness.session import RunSession
+from agentrel.harness.run.episode import prepare
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.pipeline import Next, Pipeline, ToolCall, parse_arguments
+from agentrel.harness.run.runner import RunContext, execute, record_attempt
+from agentrel.harness.run.session import RunSession
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.tools import ToolResult
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from agentrel.harness.progress import ProgressManager, plain_line
+from agentrel.harness.run.progress import ProgressManager, plain_line
 
 
 class Clock:

@@ -19,9 +19,9 @@ import pytest
 from agentrel.harness.agents.anthropic import AnthropicAgent
 from agentrel.harness.agents.openai import OpenAIAgent
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
 from agentrel.harness.errors import AuthFailure
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
 from tests.harness.fake_provider import (
     ANTHROPIC_LIES,
     OPENAI_LIES,

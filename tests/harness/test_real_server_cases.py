@@ -7,7 +7,7 @@ import json
 
 from agentrel.harness.agents.openai import OpenAIAgent
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
+from agentrel.harness.run.audit import audit
 from tests.harness.fake_provider import LLAMA_CPP, FakeProvider, openai_text
 
 FINAL = "Scheduled CHG9000001.\nREFUSAL: CHG9000002 has no CAB approval on record."

@@ -25,14 +25,14 @@ import pytest
 
 from agentrel.harness.agents.external import ExternalAgent, ExternalSpec
 from agentrel.harness.agents.sealed import unavailable
-from agentrel.harness.audit import audit
 from agentrel.harness.errors import UsageError, UserError
 from agentrel.harness.library import analyze
-from agentrel.harness.publication.canonical import canonical_hash
-from agentrel.harness.publication.freeze import write_freeze
+from agentrel.harness.protocol.canonical import canonical_hash
+from agentrel.harness.protocol.freeze import write_freeze
+from agentrel.harness.protocol.signing import key_path, load_signer
 from agentrel.harness.publication.publish import eligibility_of
-from agentrel.harness.publication.signing import key_path, load_signer
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
 from agentrel.harness.tasks import load_suite
 from tests.harness.processes import alive_with
 

@@ -15,10 +15,10 @@ import pytest
 from agentrel.harness.agents.honesty import accepted, not_an_answer, served_problem
 from agentrel.harness.agents.openai import OpenAIAgent
 from agentrel.harness.agents.registry import agent_adapter
-from agentrel.harness.audit import audit
 from agentrel.harness.errors import UsageError
 from agentrel.harness.publication.evidence import facts_of
 from agentrel.harness.publication.scorecard import _subjects
+from agentrel.harness.run.audit import audit
 from tests.harness.fake_provider import OTHER_MODEL, FakeProvider, openai_text, openai_tool_call
 
 CREDIT_TASK = "csm-goodwill-cap"

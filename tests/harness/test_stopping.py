@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from agentrel.analysis.decisions.certify import zero_damage_count
-from agentrel.harness.audit import audit
 from agentrel.harness.errors import UsageError
-from agentrel.harness.matrix import RunPlan
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
+from agentrel.harness.run.matrix import RunPlan
 from agentrel.harness.stopping import CellGate, StoppingRule
 
 TASK = "itsm-cab-window"

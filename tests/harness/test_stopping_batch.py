@@ -9,10 +9,10 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from agentrel.harness.audit import audit
 from agentrel.harness.executors import LocalExecutor, local_executor
 from agentrel.harness.results.directory import ResultsDir
-from agentrel.harness.runner import Attempt
+from agentrel.harness.run.audit import audit
+from agentrel.harness.run.runner import Attempt
 from agentrel.harness.stopping import StoppingRule
 
 TASK = "itsm-cab-window"

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from agentrel.harness.episode import prepare
 from agentrel.harness.prove import prove_task
+from agentrel.harness.run.episode import prepare
 from agentrel.harness.tasks import load_suite
 
 SUITE = load_suite()

@@ -89,7 +89,7 @@ def test_run_page_shows_each_changed_row_with_the_rule_that_labelled_it(audited)
 
 
 def test_an_update_highlights_exactly_the_changed_columns(sandbox, tmp_path):
-    from agentrel.harness.audit import audit
+    from agentrel.harness.run.audit import audit
 
     results = tmp_path / "results"
     audit(

@@ -10,7 +10,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from agentrel.harness.audit import audit
+from agentrel.harness.run.audit import audit
 from agentrel.harness.view.index import Runs, Snapshot
 from agentrel.harness.view.pages import cells, headline
 from tests.browser.support import served

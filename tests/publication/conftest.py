@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.publication.signing import KEY_ENV, PUBLIC_KEY_ENV
+from agentrel.harness.protocol.signing import KEY_ENV, PUBLIC_KEY_ENV
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -19,7 +19,7 @@ def signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ[KEY_ENV] = str(path)
     # Made here, before any test: otherwise whichever test signs first in a worker also sees the
     # "made a signing key" line, and a test counting its output's lines depends on the order (a flake).
-    from agentrel.harness.publication.signing import load_signer
+    from agentrel.harness.protocol.signing import load_signer
 
     load_signer()
     yield path

@@ -20,11 +20,11 @@ from agentrel.harness.faults.receipts import (
     WitnessReceipt,
     verdict,
 )
-from agentrel.harness.matrix import run_seed
+from agentrel.harness.protocol.freeze import Freeze, freeze_digest, write_freeze
+from agentrel.harness.protocol.identity import identity_of
 from agentrel.harness.publication.cells import Cell, cell_id, registered_cells
-from agentrel.harness.publication.freeze import Freeze, freeze_digest, write_freeze
-from agentrel.harness.publication.identity import identity_of
 from agentrel.harness.results.record import STAMP
+from agentrel.harness.run.matrix import run_seed
 
 FROZEN_AT = datetime(2026, 1, 2, 9, 0, 0, tzinfo=UTC)
 STARTED = "2026-01-02T09:30:00Z"
@@ -210,7 +210,7 @@ def frozen_results(path: Path, m: dict[str, Any], registry: Path | None = None) 
 
 def registered(registry: Path) -> dict[str, Any]:
     """The scorecards a registry registers (a registry may also hold freeze anchors, or not exist)."""
-    from agentrel.harness.publication.registry import read_registry
+    from agentrel.harness.protocol.registry import read_registry
 
     return dict(read_registry(registry).records)
 

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.publication.anchor import anchor_reasons
-from agentrel.harness.publication.canonical import canonical_bytes
-from agentrel.harness.publication.evidence import evidence_from_records
-from agentrel.harness.publication.freeze import (
+from agentrel.harness.protocol.canonical import canonical_bytes
+from agentrel.harness.protocol.freeze import (
     FREEZE_FILE,
     freeze_digest,
     load_freeze,
     make_freeze,
     write_freeze,
 )
-from agentrel.harness.publication.identity import identity_of
-from agentrel.harness.publication.registry import RegistryEntry, read_registry
+from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.protocol.registry import RegistryEntry, read_registry
+from agentrel.harness.publication.anchor import anchor_reasons
+from agentrel.harness.publication.evidence import evidence_from_records
 from tests.publication import factory
 
 

@@ -18,12 +18,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentrel.harness.audit import audit
-from agentrel.harness.publication.freeze import write_freeze
+from agentrel.harness.protocol.freeze import write_freeze
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.results.destroyed import STATE_DESTROYED
 from agentrel.harness.results.directory import ResultsDir
-from agentrel.harness.session import RunSession
+from agentrel.harness.run.audit import audit
+from agentrel.harness.run.session import RunSession
 from agentrel.harness.stopping import StoppingRule
 from tests.publication.test_compare import run_cli
 
@@ -320,7 +320,7 @@ def test_an_audit_resumed_over_several_invocations_anchors_each_and_publishes(sa
     kw, registry = _frozen_audit(sandbox, tmp_path, ["scripted/overreach"])
     audit(**kw, limit=1)
     audit(**kw)
-    from agentrel.harness.publication.registry import read_registry
+    from agentrel.harness.protocol.registry import read_registry
 
     journals = [e for e in read_registry(registry).entries if e.action == "journal"]
     assert [e.lines for e in journals] == [1, 2]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentrel.harness.errors import IntegrityFailure, Refused, UsageError
-from agentrel.harness.publication.registry import (
+from agentrel.harness.protocol.registry import (
     RegistryEntry,
     anchor_freeze,
     read_registry,
@@ -20,7 +20,7 @@ from agentrel.harness.publication.registry import (
     rotate_key,
     verify,
 )
-from agentrel.harness.publication.signing import KEY_ENV, load_signer
+from agentrel.harness.protocol.signing import KEY_ENV, load_signer
 from tests.publication.test_compare import run_cli
 
 H = "ab" * 32
@@ -140,7 +140,7 @@ def test_scorecards_signed_before_a_rotation_still_compare(tmp_path, monkeypatch
 def test_publish_refuses_a_freeze_the_copied_key_anchored_after_its_revocation(tmp_path, keys):
     """The copy anchors the freeze of a forged audit; once the key is revoked from then, the anchor is
     void and `publish` (under the new key) refuses the results: freeze_unanchored."""
-    from agentrel.harness.publication.freeze import write_freeze
+    from agentrel.harness.protocol.freeze import write_freeze
     from agentrel.harness.publication.publish import publish
     from tests.publication import factory
 

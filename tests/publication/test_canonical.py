@@ -12,7 +12,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrel.harness.publication.canonical import (
+from agentrel.harness.protocol.canonical import (
     CanonicalError,
     canonical_bytes,
     canonical_hash,

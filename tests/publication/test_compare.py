@@ -15,17 +15,17 @@ import pytest
 from scipy.stats import binomtest
 
 from agentrel.harness.errors import Refused
-from agentrel.harness.matrix import run_seed
+from agentrel.harness.protocol.conformance import write_execution_environment
+from agentrel.harness.protocol.freeze import freeze_digest, write_freeze
+from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.protocol.policy import load_policy
+from agentrel.harness.protocol.registry import read_registry, supersede, withdraw
+from agentrel.harness.protocol.registry_head import head_path
 from agentrel.harness.publication.cells import Cell, registered_cells
 from agentrel.harness.publication.compare import check_comparable, compare_scorecards, load_scorecard
 from agentrel.harness.publication.compare_stats import holm, mcnemar_exact
-from agentrel.harness.publication.conformance import write_execution_environment
-from agentrel.harness.publication.freeze import freeze_digest, write_freeze
-from agentrel.harness.publication.identity import identity_of
-from agentrel.harness.publication.policy import load_policy
 from agentrel.harness.publication.publish import publish
-from agentrel.harness.publication.registry import read_registry, supersede, withdraw
-from agentrel.harness.publication.registry_head import head_path
+from agentrel.harness.run.matrix import run_seed
 from tests.publication import factory
 from tests.publication.test_environment import _env
 
@@ -326,8 +326,8 @@ def test_an_incomplete_evidence_report_is_refused(base, reg, tmp_path, monkeypat
 
 def _resign(card: dict) -> None:
     """The key holder's own edit: the tampered scorecard signed again with the publisher's key."""
-    from agentrel.harness.publication.canonical import canonical_bytes
-    from agentrel.harness.publication.signing import load_signer
+    from agentrel.harness.protocol.canonical import canonical_bytes
+    from agentrel.harness.protocol.signing import load_signer
 
     card["signature"] = None
     card["signature"] = load_signer().sign("scorecard", canonical_bytes(card))

@@ -5,13 +5,13 @@ import random
 
 import pytest
 
-from agentrel.harness.publication.canonical import canonical_hash
+from agentrel.harness.protocol.canonical import canonical_hash
+from agentrel.harness.protocol.freeze import freeze_digest, make_freeze
+from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.protocol.policy import EligibilityRules, Policy, load_policy
 from agentrel.harness.publication.cells import Cell, registered_cells
 from agentrel.harness.publication.eligibility import validate
 from agentrel.harness.publication.evidence import evidence_from_records
-from agentrel.harness.publication.freeze import freeze_digest, make_freeze
-from agentrel.harness.publication.identity import identity_of
-from agentrel.harness.publication.policy import EligibilityRules, Policy, load_policy
 from agentrel.harness.publication.scorecard import PublishableScorecard
 from tests.publication.factory import FROZEN_AT, complete_records, manifest, record
 

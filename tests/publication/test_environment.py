@@ -8,13 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from agentrel.harness.errors import UsageError
-from agentrel.harness.publication.conformance import (
+from agentrel.harness.protocol.conformance import (
     ENVIRONMENT_FILE,
     conform,
     read_execution_environment,
     write_execution_environment,
 )
-from agentrel.harness.publication.environment import (
+from agentrel.harness.protocol.environment import (
     DEFAULT_POLICY,
     EnvironmentPolicy,
     ExecutionEnvironment,
@@ -267,7 +267,7 @@ def test_a_version_with_an_error_tail_does_not_conform(factor):
      ("3.14.0a1+", "3.14.0")],
 )  # fmt: skip
 def test_real_version_texts_still_parse(text, release):
-    from agentrel.harness.publication.environment import PARSERS
+    from agentrel.harness.protocol.environment import PARSERS
 
     assert PARSERS["release"][1](text) == text
     assert _factor("lark_version").normalize(text) == release
@@ -281,7 +281,7 @@ def test_cpu_count_reads_the_cpus_the_process_may_use():
     code = (
         "import os\n"
         "os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
-        "from agentrel.harness.publication.environment import DEFAULT_POLICY, SourceReader, observe_factor\n"
+        "from agentrel.harness.protocol.environment import DEFAULT_POLICY, SourceReader, observe_factor\n"
         "f = next(f for f in DEFAULT_POLICY.factors if f.name == 'cpu_count')\n"
         "print(observe_factor(f, SourceReader(None)).value, os.cpu_count())\n"
     )

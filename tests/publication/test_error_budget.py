@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from agentrel.harness.protocol.freeze import freeze_digest, make_freeze
+from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.protocol.policy import load_policy
 from agentrel.harness.publication.cells import Cell
 from agentrel.harness.publication.eligibility import validate
-from agentrel.harness.publication.freeze import freeze_digest, make_freeze
-from agentrel.harness.publication.identity import identity_of
-from agentrel.harness.publication.policy import load_policy
 from agentrel.harness.publication.reasons import meaning
 from tests.publication.factory import FROZEN_AT, complete_records, manifest, record
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.publication.evaluator import evaluator_manifest
-from agentrel.harness.publication.sources import FRONT_DOOR, evaluated_sources
+from agentrel.harness.protocol.evaluator import evaluator_manifest
+from agentrel.harness.protocol.sources import FRONT_DOOR, evaluated_sources
 
 REPO = Path(__file__).resolve().parents[2]
 LAYERS = ("dsl", "harness", "analysis", "sandbox")
@@ -29,11 +29,11 @@ ISSUE_FILES = {
     "harness/faults/rig.py",
     "harness/agents/openai.py",
     "harness/agents/retry.py",
-    "harness/runner.py",
+    "harness/run/runner.py",
     "harness/results/record.py",
     "harness/results/directory.py",
     "harness/results/status.py",
-    "harness/session.py",
+    "harness/run/session.py",
     "sandbox/tools/actions.py",
 }
 
@@ -64,7 +64,7 @@ def test_the_issue_files_and_the_data_files_are_in_the_set():
     assert names >= ISSUE_FILES
     assert {
         "dsl/agentrel.lark",
-        "harness/publication/policy.json",
+        "harness/protocol/policy.json",
         "harness/prices.yaml",
         "harness/publication/schemas/publishable_scorecard.schema.json",
         "harness/results/status.py",
@@ -120,7 +120,7 @@ def test_the_set_is_the_import_graph_not_every_file():
 def _digest_in_subprocess(extra_path: Path | None) -> dict[str, object]:
     code = (
         "import json\n"
-        "from agentrel.harness.publication.evaluator import evaluator_manifest\n"
+        "from agentrel.harness.protocol.evaluator import evaluator_manifest\n"
         "m = evaluator_manifest()\n"
         "print(json.dumps({'digest': m.digest, 'lark': [l for l in m.libraries if l[0] == 'lark']}))\n"
     )

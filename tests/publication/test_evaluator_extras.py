@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentrel.harness.publication.binding import evaluator_change
-from agentrel.harness.publication.canonical import canonical_bytes
-from agentrel.harness.publication.evaluator import (
+from agentrel.harness.protocol.binding import evaluator_change
+from agentrel.harness.protocol.canonical import canonical_bytes
+from agentrel.harness.protocol.evaluator import (
     EvaluatorManifest,
     current_evaluator_manifest,
     describe_change,
@@ -23,7 +23,7 @@ from agentrel.harness.results.layout import EVALUATOR
 
 CODE = (
     "import json\n"
-    "from agentrel.harness.publication.evaluator import evaluator_manifest\n"
+    "from agentrel.harness.protocol.evaluator import evaluator_manifest\n"
     "m = evaluator_manifest()\n"
     "print(json.dumps({'digest': m.digest, 'libraries': [l[:2] for l in m.libraries]}))\n"
 )

@@ -6,15 +6,15 @@ import json
 import pytest
 
 from agentrel.harness.errors import CheckFailed, UsageError, UserError
-from agentrel.harness.publication.canonical import canonical_bytes
-from agentrel.harness.publication.freeze import (
+from agentrel.harness.protocol.canonical import canonical_bytes
+from agentrel.harness.protocol.freeze import (
     FREEZE_FILE,
     freeze_digest,
     frozen_refusal,
     load_freeze,
     write_freeze,
 )
-from agentrel.harness.publication.identity import identity_of
+from agentrel.harness.protocol.identity import identity_of
 from tests.publication.factory import FROZEN_AT, manifest, results_dir
 
 

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
+from agentrel.harness.protocol.canonical import canonical_bytes
+from agentrel.harness.protocol.identity import ProtocolIdentity
+from agentrel.harness.protocol.registry import read_registry
 from agentrel.harness.publication import evidence as evidence_module
-from agentrel.harness.publication.canonical import canonical_bytes
 from agentrel.harness.publication.evidence import read_evidence
-from agentrel.harness.publication.identity import ProtocolIdentity
-from agentrel.harness.publication.registry import read_registry
 from tests.publication import factory
 
 
@@ -40,8 +40,8 @@ def test_freeze_then_publish_writes_a_registered_self_contained_scorecard(
     results = factory.results_dir(tmp_path / "r", m)
     code, out, _ = run_cli(["protocol", "freeze", results, "--by", "alice"], monkeypatch, capsys)
     assert code == 0 and "frozen by alice" in out
-    from agentrel.harness.publication.freeze import freeze_digest, load_freeze
-    from agentrel.harness.publication.identity import identity_of
+    from agentrel.harness.protocol.freeze import freeze_digest, load_freeze
+    from agentrel.harness.protocol.identity import identity_of
 
     freeze = load_freeze(results)
     records = factory.complete_records(m, identity_of(m).protocol_hash, freeze_digest(freeze))

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from agentrel.harness.audit import audit
 from agentrel.harness.errors import UsageError
-from agentrel.harness.publication.freeze import freeze_digest, load_freeze, write_freeze
+from agentrel.harness.protocol.freeze import freeze_digest, load_freeze, write_freeze
+from agentrel.harness.protocol.registry import read_registry
 from agentrel.harness.publication.publish import publish
-from agentrel.harness.publication.registry import read_registry
+from agentrel.harness.run.audit import audit
 
 pytestmark = pytest.mark.real_evidence
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.audit import audit
+from agentrel.harness.protocol.freeze import write_freeze
 from agentrel.harness.publication.cells import Cell
 from agentrel.harness.publication.evidence import RecordFacts
-from agentrel.harness.publication.freeze import write_freeze
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.publication.stopping_check import check_stopping
+from agentrel.harness.run.audit import audit
 from agentrel.harness.stopping import CellGate, StoppingRule
 
 pytestmark = pytest.mark.real_evidence

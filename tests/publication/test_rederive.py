@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.audit import audit
-from agentrel.harness.publication.freeze import write_freeze
+from agentrel.harness.protocol.freeze import write_freeze
+from agentrel.harness.protocol.registry import read_registry
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.publication.rederive import rederive
-from agentrel.harness.publication.registry import read_registry
+from agentrel.harness.run.audit import audit
 
 pytestmark = pytest.mark.real_evidence
 

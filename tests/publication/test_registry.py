@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentrel.harness.errors import IntegrityFailure, Refused, UsageError
-from agentrel.harness.publication.registry import (
+from agentrel.harness.protocol.registry import (
     GENESIS,
     read_registry,
     register,
@@ -191,7 +191,7 @@ def test_a_rewritten_last_line_is_caught_even_when_canonical_by_its_signature(re
 
 
 def test_an_append_interrupted_before_its_head_is_refused_until_repair_re_signs_it(reg, monkeypatch, capsys):
-    from agentrel.harness.publication.registry_head import head_path
+    from agentrel.harness.protocol.registry_head import head_path
 
     old_head = head_path(reg).read_bytes()
     supersede(reg, A, "amended")

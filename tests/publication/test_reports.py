@@ -6,12 +6,12 @@ import re
 
 import pytest
 
+from agentrel.harness.protocol.freeze import freeze_digest, make_freeze
+from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.protocol.policy import load_policy
 from agentrel.harness.publication.eligibility import validate
 from agentrel.harness.publication.evidence import evidence_from_records
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
-from agentrel.harness.publication.freeze import freeze_digest, make_freeze
-from agentrel.harness.publication.identity import identity_of
-from agentrel.harness.publication.policy import load_policy
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.publication.schemas import SCHEMA_DIR, generated
 from agentrel.harness.publication.scorecard import PublishableScorecard

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.publication.canonical import canonical_bytes, sha256_hex
+from agentrel.harness.protocol.canonical import canonical_bytes, sha256_hex
+from agentrel.harness.protocol.registry import anchor_freeze, read_registry, withdraw
+from agentrel.harness.protocol.registry_head import head_path
+from agentrel.harness.protocol.signing import KEY_ENV, load_signer
 from agentrel.harness.publication.compare import load_scorecard
-from agentrel.harness.publication.registry import anchor_freeze, read_registry, withdraw
-from agentrel.harness.publication.registry_head import head_path
-from agentrel.harness.publication.signing import KEY_ENV, load_signer
 from tests.publication import factory
 from tests.publication.test_compare import outcome_a, outcome_b, published, run_cli
 

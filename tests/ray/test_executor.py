@@ -12,10 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-from agentrel.harness.audit import audit
 from agentrel.harness.executors import Executor
 from agentrel.harness.executors.ray import RayExecutor, ray_executor
 from agentrel.harness.results.directory import ResultsDir
+from agentrel.harness.run.audit import audit
 from tests.ray.agents import register
 from tests.ray.conftest import WORKERS
 

@@ -123,9 +123,9 @@ def test_a_template_poisoned_out_of_band_is_rebuilt_before_the_next_audit_clones
     """Someone with the superuser's password writes a work note into the task's template; the next audit
     (a new process: the once-per-process check forgotten) finds it, says so, rebuilds, and its honest
     oracle run passes instead of carrying the planted row as damage."""
-    from agentrel.harness.audit import audit
-    from agentrel.harness.episode import prepare
     from agentrel.harness.results.directory import ResultsDir
+    from agentrel.harness.run.audit import audit
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
 
     prepared = prepare(sandbox, load_suite(patterns=[TASK])[0])
@@ -164,7 +164,7 @@ def test_a_template_poisoned_out_of_band_is_rebuilt_before_the_next_audit_clones
 def test_the_environment_record_reports_the_seed_digest_it_computed(sandbox):
     """The record dumps the seed template now; the stored digest alone would report a changed template as
     conforming. A changed seed is rebuilt first, so the digest reported is the one runs start from."""
-    from agentrel.harness.publication.environment import observe_environment
+    from agentrel.harness.protocol.environment import observe_environment
 
     tpl = sandbox.seed_template()
     with sandbox.dbs.admin() as conn:
@@ -183,10 +183,10 @@ def test_the_superuser_password_is_in_no_childs_environment_or_argv(sandbox, tmp
     """An agent program (reading its own and its parent's /proc environ and cmdline) and a fault tool
     server: neither holds the superuser's password, and the agent cannot log in with what it has."""
     from agentrel.harness.agents.external import ExternalSpec
-    from agentrel.harness.audit import audit
-    from agentrel.harness.episode import prepare
     from agentrel.harness.faults.process import POOL
     from agentrel.harness.faults.rig import FaultRig
+    from agentrel.harness.run.audit import audit
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
 
     password = sandbox.server.secret.read().encode()

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentrel.harness.audit import audit
 from agentrel.harness.conditions.catalogue import load_catalogue
+from agentrel.harness.run.audit import audit
 from agentrel.harness.tasks import Step, Task
 from agentrel.sandbox.environments import registry
 
@@ -81,8 +81,8 @@ def replayed(sandbox: Any, task: Task, steps: list[Step], final: str) -> tuple[A
     from agentrel.dsl.api import RunFacts, label
     from agentrel.harness.agents.base import Episode
     from agentrel.harness.agents.scripted import replay
-    from agentrel.harness.episode import prepare
-    from agentrel.harness.session import RunSession
+    from agentrel.harness.run.episode import prepare
+    from agentrel.harness.run.session import RunSession
     from agentrel.harness.tasks import Script
 
     prep = prepare(sandbox, task)

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentrel.harness.audit import audit
+from agentrel.harness.run.audit import audit
 from agentrel.sandbox.environments import registry
 from tests.browser.support import served
 

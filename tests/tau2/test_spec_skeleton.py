@@ -59,7 +59,7 @@ def test_an_insert_reads_its_key_from_after():
 
 @pytest.fixture(scope="module")
 def retail_suite(cluster, agentrel_home):
-    from agentrel.harness.episode import prepare
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.sandbox import Sandbox
 

@@ -64,7 +64,7 @@ def _assert_equal(sb, template, clerk: int, steps: list[dict[str, Any]], what: s
 
 
 def _oracles(sb):
-    from agentrel.harness.episode import prepare
+    from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
 
     for task in load_suite():

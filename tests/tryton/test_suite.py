@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agentrel.harness.env_check import check_task
-from agentrel.harness.episode import prepare
+from agentrel.harness.run.episode import prepare
 from agentrel.harness.tasks import load_suite
 
 

@@ -16,29 +16,29 @@ from agentrel.harness import defaults
 from agentrel.harness.agents import ConfigError
 from agentrel.harness.agents.base import Agent
 from agentrel.harness.agents.external import ExternalSpec
-from agentrel.harness.batch import run_matrix
 from agentrel.harness.conditions.catalogue import load_catalogue
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from agentrel.harness.conditions.model import resolve_condition
-from agentrel.harness.episode import prepare
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 from agentrel.harness.executors import ExecutorFactory, LocalExecutor, local_executor
 from agentrel.harness.executors.capacity import size_server
 from agentrel.harness.faults.schedule import load_schedule, resolve
 from agentrel.harness.manifest import build_manifest, write_or_check
-from agentrel.harness.matrix import ORDERS, Order, expand
 from agentrel.harness.prices import load_prices
-from agentrel.harness.progress import ProgressManager
-from agentrel.harness.publication.binding import bind_protocol, evaluator_change
-from agentrel.harness.publication.conformance import write_execution_environment
-from agentrel.harness.publication.environment import observe_environment
-from agentrel.harness.publication.freeze import freeze_digest, frozen_refusal, load_freeze
-from agentrel.harness.publication.identity import identity_of
-from agentrel.harness.publication.policy import load_policy
-from agentrel.harness.publication.registry_journal import anchor_run_journal
-from agentrel.harness.recipe import RunRecipe, build_context, resolve_agents
+from agentrel.harness.protocol.binding import bind_protocol, evaluator_change
+from agentrel.harness.protocol.conformance import write_execution_environment
+from agentrel.harness.protocol.environment import observe_environment
+from agentrel.harness.protocol.freeze import freeze_digest, frozen_refusal, load_freeze
+from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.protocol.policy import load_policy
+from agentrel.harness.protocol.registry_journal import anchor_run_journal
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
+from agentrel.harness.run.batch import run_matrix
+from agentrel.harness.run.episode import prepare
+from agentrel.harness.run.matrix import ORDERS, Order, expand
+from agentrel.harness.run.progress import ProgressManager
+from agentrel.harness.run.recipe import RunRecipe, build_context, resolve_agents
 from agentrel.harness.stopping import CellGate, StoppingRule
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.environments.registry import DEFAULT, current_name

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.publication.canonical import canonical_hash
+from agentrel.harness.protocol.canonical import canonical_hash
 
 if TYPE_CHECKING:
     from agentrel.sandbox.sandbox import Sandbox

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import EnvironmentFailure, IntegrityFailure
-from agentrel.harness.publication.canonical import canonical_bytes
-from agentrel.harness.publication.signing import PUBLIC_PATTERN, SIG_PATTERN, Signer, signature_valid
+from agentrel.harness.protocol.canonical import canonical_bytes
+from agentrel.harness.protocol.signing import PUBLIC_PATTERN, SIG_PATTERN, Signer, signature_valid
 
 __all__ = ["RegistryHead", "head_path", "head_problem", "read_head", "sign_head", "write_head"]
 

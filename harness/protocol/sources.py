@@ -36,7 +36,7 @@ __all__ = ["ENTRY_MODULES", "SourceSet", "evaluated_sources"]
 # `pipeline` scores; `publish` and `compare` validate and render; `schemas` writes the JSON schemas a
 # scorecard is documented against (the published contract, so the shipped files are bound too).
 ENTRY_MODULES: tuple[str, ...] = (
-    "agentrel.harness.audit",
+    "agentrel.harness.run.audit",
     "agentrel.dsl.label",
     "agentrel.harness.results.status",
     "agentrel.analysis.pipeline",

@@ -11,11 +11,11 @@ from typing import Any
 
 from agentrel.dsl.state import State
 from agentrel.harness.executors import Executor
-from agentrel.harness.matrix import RunPlan
-from agentrel.harness.progress import ProgressManager
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
-from agentrel.harness.runner import record_attempt
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.progress import ProgressManager
+from agentrel.harness.run.runner import record_attempt
 from agentrel.harness.stopping import CellGate
 
 

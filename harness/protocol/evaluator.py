@@ -18,9 +18,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agentrel.harness.publication.canonical import canonical_hash
-from agentrel.harness.publication.libraries import bind_libraries
-from agentrel.harness.publication.sources import ENTRY_MODULES, evaluated_sources
+from agentrel.harness.protocol.canonical import canonical_hash
+from agentrel.harness.protocol.libraries import bind_libraries
+from agentrel.harness.protocol.sources import ENTRY_MODULES, evaluated_sources
 
 __all__ = [
     "ENTRY_MODULES",

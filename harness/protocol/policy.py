@@ -3,7 +3,7 @@
 Shipped as `policy.json` beside this module. Its RFC 8785 hash is the `policy_hash` of the protocol
 identity, so changing any rule (a status that counts as measured, the interval's alpha, a comparison
 requirement, an environment factor) is a new protocol, never an in-place edit. The environment policy is
-`harness.publication.environment`'s `DEFAULT_POLICY` unless policy.json gives its own.
+`harness.protocol.environment`'s `DEFAULT_POLICY` unless policy.json gives its own.
 
 What the rules cannot loosen is fixed in code, not here: a freeze must exist and bind the protocol, every
 record must have run under it, the cell set must be exact. Policy chooses parameters, never whether to
@@ -19,8 +19,8 @@ from pydantic import Field, field_validator
 
 from agentrel.harness.durable import read_model
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.publication.canonical import canonical_hash
-from agentrel.harness.publication.environment import DEFAULT_POLICY, EnvironmentPolicy
+from agentrel.harness.protocol.canonical import canonical_hash
+from agentrel.harness.protocol.environment import DEFAULT_POLICY, EnvironmentPolicy
 
 __all__ = ["POLICY_FILE", "Policy", "load_policy", "policy_hash"]
 

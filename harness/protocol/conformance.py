@@ -15,8 +15,8 @@ from typing import Literal
 from agentrel.harness.durable import read_model, write_durably
 from agentrel.harness.errors import EnvironmentFailure, UsageError
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.publication.canonical import canonical_bytes
-from agentrel.harness.publication.environment import (
+from agentrel.harness.protocol.canonical import canonical_bytes
+from agentrel.harness.protocol.environment import (
     CLASSIFIERS,
     DEFAULT_POLICY,
     EnvironmentPolicy,

@@ -4,7 +4,7 @@ Every attempt goes through one `RunSession` (clone, tool pipeline, dump before d
 attempt says about the agent is its status (`harness.results.status`). `execute` runs an attempt and
 writes nothing; `record_attempt` is the driver's half (the dump, then the transcript, then the record,
 appended last, so stopping at any moment loses at most the attempts in flight). Driving a batch of
-attempts, with retries up to the cap, is `harness.batch`. Refused credentials stop every run at once
+attempts, with retries up to the cap, is `harness.run.batch`. Refused credentials stop every run at once
 and record none of them.
 """
 
@@ -26,20 +26,20 @@ from agentrel.harness import defaults
 from agentrel.harness.agents.base import Agent, AgentError, AgentResult, Episode
 from agentrel.harness.agents.scripted_model import PREFIXES as BUILTIN_MODELS
 from agentrel.harness.conditions.layers import RunCondition
-from agentrel.harness.episode import PreparedTask
 from agentrel.harness.errors import AuthFailure
 from agentrel.harness.faults.effects import repeated_effects
 from agentrel.harness.faults.injectors import FaultLayer, Injector
 from agentrel.harness.faults.receipts import ReceiptLog
 from agentrel.harness.faults.schedule import ResolvedSchedule, TriggerState
-from agentrel.harness.matrix import RunPlan
 from agentrel.harness.prices import Price, cost
 from agentrel.harness.redact import redact
 from agentrel.harness.results.destroyed import destroyed_verdict
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import STAMP, FaultOutcome, RunError, RunRecord, Timings, TokenUsage
 from agentrel.harness.results.status import Failure, connected_status, fault_status, run_status
-from agentrel.harness.session import Finished, RunSession, StateUnreadable
+from agentrel.harness.run.episode import PreparedTask
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.session import Finished, RunSession, StateUnreadable
 from agentrel.sandbox.sandbox import Sandbox
 
 DEFAULT_PARTITION_S = 1.0

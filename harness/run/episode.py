@@ -1,6 +1,6 @@
 """A task made ready to run: its template, pre-run dump, parsed spec, tool subset and acting user.
 
-Preparing happens once per task; every run then goes through a `harness.session.RunSession`, which
+Preparing happens once per task; every run then goes through a `harness.run.session.RunSession`, which
 clones the template, lets the agent act, dumps the state before dropping the clone, and calls `judge`.
 """
 

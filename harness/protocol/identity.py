@@ -23,9 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agentrel.harness.faults.receipts import ActuatorReceipt, WitnessReceipt
-from agentrel.harness.publication.canonical import canonical_hash
-from agentrel.harness.publication.evaluator import current_evaluator_digest
-from agentrel.harness.publication.policy import Policy, load_policy, policy_hash
+from agentrel.harness.protocol.canonical import canonical_hash
+from agentrel.harness.protocol.evaluator import current_evaluator_digest
+from agentrel.harness.protocol.policy import Policy, load_policy, policy_hash
 
 __all__ = [
     "ProtocolIdentity",

@@ -9,7 +9,7 @@ arrive while the run is being finished are ignored, so the verdict is never cut 
 client's escalation (stdin closed, SIGTERM after 2 s, SIGKILL 2 s later).
 
 Exposure (HTTP): loopback only unless `allow_remote` with a bearer token; the Host/Origin check and the
-one-session gate are `harness.mcp_http`'s.
+one-session gate are `harness.mcp.http`'s.
 
 Faults (a noisy condition): on stdio the agent meets them in the tool result, as in process; on HTTP they
 are real HTTP (`harness.conditions.http_faults`). Either way the noise layer draws them, and each is logged.
@@ -34,11 +34,11 @@ from mcp.server.lowlevel import Server
 from agentrel.dsl.api import RunFacts, Verdict
 from agentrel.harness.conditions.http_faults import DEFAULT_DELAY_S, HttpFaults, for_layers
 from agentrel.harness.conditions.noise import FaultDraw, Faulted
-from agentrel.harness.episode import PreparedTask
 from agentrel.harness.errors import UsageError
-from agentrel.harness.mcp_http import allowed_hosts, http_app, is_loopback, listen, url_of
-from agentrel.harness.pipeline import Layer
-from agentrel.harness.session import RunSession, StateUnreadable
+from agentrel.harness.mcp.http import allowed_hosts, http_app, is_loopback, listen, url_of
+from agentrel.harness.run.episode import PreparedTask
+from agentrel.harness.run.pipeline import Layer
+from agentrel.harness.run.session import RunSession, StateUnreadable
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.sandbox import Sandbox, SandboxError
 from agentrel.sandbox.tools import Tool, ToolResult

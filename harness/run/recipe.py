@@ -16,12 +16,12 @@ from agentrel.harness.agents.external import ExternalAgent, ExternalSpec
 from agentrel.harness.conditions.catalogue import Catalogue, load_catalogue
 from agentrel.harness.conditions.layers import RunCondition, for_run
 from agentrel.harness.conditions.model import Condition
-from agentrel.harness.episode import PreparedTask, prepare
 from agentrel.harness.errors import UsageError
 from agentrel.harness.faults.schedule import ResolvedSchedule
-from agentrel.harness.matrix import RunPlan
 from agentrel.harness.prices import load_prices
-from agentrel.harness.runner import RunContext
+from agentrel.harness.run.episode import PreparedTask, prepare
+from agentrel.harness.run.matrix import RunPlan
+from agentrel.harness.run.runner import RunContext
 from agentrel.harness.tasks import Task, load_suite
 from agentrel.sandbox.sandbox import Sandbox
 

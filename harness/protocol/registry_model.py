@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agentrel.harness.errors import IntegrityFailure
-from agentrel.harness.publication.canonical import canonical_bytes, sha256_hex
-from agentrel.harness.publication.signing import PUBLIC_PATTERN, SIG_PATTERN, signature_valid
+from agentrel.harness.protocol.canonical import canonical_bytes, sha256_hex
+from agentrel.harness.protocol.signing import PUBLIC_PATTERN, SIG_PATTERN, signature_valid
 
 __all__ = [
     "GENESIS",

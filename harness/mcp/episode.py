@@ -20,8 +20,8 @@ from typing import Any
 
 import uvicorn
 
-from agentrel.harness.mcp_http import http_app, listen, stop_served, url_of
-from agentrel.harness.mcp_server import Log, tool_server
+from agentrel.harness.mcp.http import http_app, listen, stop_served, url_of
+from agentrel.harness.mcp.server import Log, tool_server
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 

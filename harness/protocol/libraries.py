@@ -32,7 +32,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from agentrel.distribution import DISTRIBUTION
-from agentrel.harness.publication.file_digests import sha256_files
+from agentrel.harness.protocol.file_digests import sha256_files
 
 __all__ = ["LibraryBinding", "bind_environment", "bind_libraries"]
 

@@ -20,22 +20,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
-
+from agentrel.harness.results.event import Event
 from agentrel.sandbox.tools import ToolResult
 
 # Python refuses to turn more digits than this into an int (CVE-2020-10735); JSON that a model sends may
 # hold longer integers, which then reach the tools as text and fail their schema check.
 _MAX_INT_DIGITS = 4300
-
-
-class Event(BaseModel):
-    """Something a layer (or the session) noticed about one call, kept in the run record."""
-
-    kind: str
-    ordinal: int | None = None
-    tool: str | None = None
-    detail: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from agentrel.harness.durable import read_model, write_durably
 from agentrel.harness.errors import EnvironmentFailure, UsageError
-from agentrel.harness.publication.canonical import canonical_bytes
-from agentrel.harness.publication.evaluator import (
+from agentrel.harness.protocol.canonical import canonical_bytes
+from agentrel.harness.protocol.evaluator import (
     EvaluatorManifest,
     current_evaluator_manifest,
     describe_change,
 )
-from agentrel.harness.publication.identity import ProtocolIdentity, diff_identity
+from agentrel.harness.protocol.identity import ProtocolIdentity, diff_identity
 from agentrel.harness.results.layout import EVALUATOR, PROTOCOL
 
 __all__ = ["PROTOCOL_FILE", "bind_protocol", "evaluator_change", "load_binding"]

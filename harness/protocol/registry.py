@@ -32,9 +32,9 @@ from pathlib import Path
 
 from agentrel.harness.durable import sync_folder
 from agentrel.harness.errors import EnvironmentFailure, IntegrityFailure, Refused, UsageError
-from agentrel.harness.publication.canonical import sha256_hex
-from agentrel.harness.publication.registry_head import head_problem, read_head, sign_head, write_head
-from agentrel.harness.publication.registry_model import (
+from agentrel.harness.protocol.canonical import sha256_hex
+from agentrel.harness.protocol.registry_head import head_problem, read_head, sign_head, write_head
+from agentrel.harness.protocol.registry_model import (
     GENESIS,
     HEX64,
     DigestRecord,
@@ -45,7 +45,7 @@ from agentrel.harness.publication.registry_model import (
     judgement_problem,
     parse_registry,
 )
-from agentrel.harness.publication.signing import Signer, load_signer
+from agentrel.harness.protocol.signing import Signer, load_signer
 
 __all__ = [
     "GENESIS",

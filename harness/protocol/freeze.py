@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrel.harness.durable import read_model, write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
-from agentrel.harness.publication.canonical import canonical_bytes, canonical_hash
-from agentrel.harness.publication.identity import ProtocolIdentity, identity_of
-from agentrel.harness.publication.policy import Policy
-from agentrel.harness.publication.registry import RegistryEntry, anchor_freeze, default_registry_path
-from agentrel.harness.publication.signing import Signer
+from agentrel.harness.protocol.canonical import canonical_bytes, canonical_hash
+from agentrel.harness.protocol.identity import ProtocolIdentity, identity_of
+from agentrel.harness.protocol.policy import Policy
+from agentrel.harness.protocol.registry import RegistryEntry, anchor_freeze, default_registry_path
+from agentrel.harness.protocol.signing import Signer
 from agentrel.harness.results.record import STAMP
 
 __all__ = [
@@ -119,7 +119,7 @@ def anchor(
 ) -> RegistryEntry:
     """The freeze's signed entry in the registry, appended now unless it is there already; the
     directory remembers the registry, where each audit invocation anchors its run journal."""
-    from agentrel.harness.publication.registry_journal import remember_registry
+    from agentrel.harness.protocol.registry_journal import remember_registry
 
     registry = registry or default_registry_path()
     remember_registry(results, registry, signer.path if signer is not None else None)

@@ -22,10 +22,11 @@ from typing import Any
 
 from agentrel.dsl.api import RunFacts, Spec, Verdict
 from agentrel.dsl.state import State
-from agentrel.harness.episode import PreparedTask, judge
 from agentrel.harness.faults.injectors import FaultLayer
 from agentrel.harness.faults.rig import FaultRig
-from agentrel.harness.pipeline import CallRecord, Event, Layer, Pipeline, ToolCall
+from agentrel.harness.results.event import Event
+from agentrel.harness.run.episode import PreparedTask, judge
+from agentrel.harness.run.pipeline import CallRecord, Layer, Pipeline, ToolCall
 from agentrel.sandbox.dump import dump_run
 from agentrel.sandbox.sandbox import Sandbox
 from agentrel.sandbox.tools import ToolBox, ToolResult

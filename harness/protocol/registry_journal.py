@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agentrel.harness.errors import EnvironmentFailure
-from agentrel.harness.publication.freeze import Freeze, freeze_digest, load_freeze
-from agentrel.harness.publication.registry import RegistryEntry, anchor_journal, default_registry_path
-from agentrel.harness.publication.signing import Signer, load_signer
+from agentrel.harness.protocol.freeze import Freeze, freeze_digest, load_freeze
+from agentrel.harness.protocol.registry import RegistryEntry, anchor_journal, default_registry_path
+from agentrel.harness.protocol.signing import Signer, load_signer
 from agentrel.harness.results import layout
 from agentrel.harness.results.journal import heads_at, journal_head
 
