@@ -5,6 +5,8 @@ The public API (pinned by tests/test_public_api.py)::
     import agentrel
 
     outcome = agentrel.audit(["reference/stochastic"], k=8, tasks=["itsm-*"], results="results/demo")
+    request = agentrel.AuditRequest(models=("reference/stochastic",), k=8, conditions=("clean", "noisy"))
+    outcome = agentrel.audit(request)                    # every option of `agentrel audit` is a field
     results = agentrel.load_results("results/demo")      # typed records + data frames
     report = agentrel.analyze(results)                   # every estimate the report shows
     verdict = agentrel.label("spec.dmg", "before.jsonl.gz", "after.jsonl.gz")
@@ -28,6 +30,7 @@ __version__ = _version(_DISTRIBUTION)
 
 # Public name -> the module that defines it.
 _PUBLIC = {
+    "AuditRequest": "agentrel.harness.run.request",
     "audit": "agentrel.harness.library",
     "audit_async": "agentrel.harness.library",
     "load_results": "agentrel.harness.library",
@@ -43,6 +46,7 @@ _PUBLIC = {
 }
 
 __all__ = [
+    "AuditRequest",
     "Results",
     "ResultsDir",
     "RunRecord",
@@ -74,6 +78,7 @@ if TYPE_CHECKING:
     )
     from agentrel.harness.results.directory import ResultsDir
     from agentrel.harness.results.record import RunRecord
+    from agentrel.harness.run.request import AuditRequest
 
 
 def __getattr__(name: str) -> Any:

@@ -134,7 +134,7 @@ def sealed_pairs(tmp: Path, plain: ExternalSpec, common: dict[str, Any]) -> list
         for isolation in ("sealed", "none"):
             spec = plain.model_copy(update={"name": f"pair-{isolation}", "isolation": isolation})
             results = tmp / f"pair-{isolation}-{i}"
-            audit(models=[], external=[spec], results=results, **{**common, "k": 1})
+            audit(models=[], agents=[spec], results=results, **{**common, "k": 1})
             times += per_run(results, spec.subject)
         pairs.append((times[0], times[1]))
     return pairs
@@ -170,10 +170,10 @@ def main() -> None:
         sdk = ExternalSpec(
             name="sdk", command=[sys.executable, str(tests / "mcp_agent_program.py"), str(plan), "plan"]
         )
-        common = {"k": K, "task_patterns": [TASK], "concurrency": 1, "sandbox": sb, "show_progress": False}
+        common = {"k": K, "tasks": [TASK], "concurrency": 1, "sandbox": sb, "show_progress": False}
         audit(models=["scripted/oracle"], results=Path(tmp) / "scripted", **common)  # type: ignore[arg-type]
         for spec in (plain, sdk):
-            audit(models=[], external=[spec], results=Path(tmp) / spec.name, **common)  # type: ignore[arg-type]
+            audit(models=[], agents=[spec], results=Path(tmp) / spec.name, **common)  # type: ignore[arg-type]
         runs = {
             "scripted/oracle": per_run(Path(tmp) / "scripted", "scripted/oracle"),
             "agent/plain": per_run(Path(tmp) / "plain", "agent/plain"),

@@ -57,7 +57,6 @@ def main() -> None:
         suite = audit(
             models=["reference/stochastic"],
             k=K,
-            task_patterns=None,
             concurrency=CONCURRENCY,
             results=Path(tmp) / "suite",
             sandbox=sb,
@@ -69,7 +68,6 @@ def main() -> None:
             condition: audit(
                 models=["reference/stochastic"],
                 k=K,
-                task_patterns=None,
                 concurrency=CONCURRENCY,
                 results=Path(tmp) / condition,
                 sandbox=sb,
@@ -87,7 +85,7 @@ def main() -> None:
             out = audit(
                 models=[agent.name],
                 k=2,
-                task_patterns=tasks,
+                tasks=tasks,
                 concurrency=c,
                 results=Path(tmp) / f"latency-{c}",
                 sandbox=sb,

@@ -34,7 +34,6 @@ def main() -> None:
         audit(
             models=["reference/stochastic"],
             k=1,
-            task_patterns=None,
             concurrency=1,
             results=Path(tmp) / "r",
             sandbox=sandbox,

@@ -178,7 +178,7 @@ def main() -> None:
                     out = audit(
                         models=[f"openai/{MODEL}"],
                         k=k,
-                        task_patterns=[t.id for t in chosen],
+                        tasks=[t.id for t in chosen],
                         concurrency=c,
                         results=tmp / f"c{c}",
                         sandbox=sb,

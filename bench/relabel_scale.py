@@ -53,7 +53,7 @@ def main() -> None:
         audit(
             models=MODELS,
             k=K,
-            task_patterns=tasks,
+            tasks=tasks,
             concurrency=2,
             results=results,
             sandbox=sandbox,

@@ -104,12 +104,11 @@ def measure(sb: Sandbox, results: Path, factory: ExecutorFactory, k: int = K) ->
     out = audit(
         models=[FixedLatencyAgent.name],
         k=k,
-        task_patterns=None,
         concurrency=CONCURRENCY,
         results=results,
         sandbox=sb,
         show_progress=False,
-        executor=timed,
+        executor_factory=timed,
     )
     wall = len(out.new) / out.runs_per_second  # from the progress start (after task preparation)
     start_s, close_s = made[0].start_s, made[0].close_s

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrel.harness import defaults
-
 if TYPE_CHECKING:
     from agentrel.analysis.normalized import LoadedInput
     from agentrel.analysis.pipeline import Analysis
@@ -27,50 +25,31 @@ if TYPE_CHECKING:
     from agentrel.harness.results.directory import ResultsDir
     from agentrel.harness.results.record import Attempts, RunRecord
     from agentrel.harness.run.audit import AuditOutcome
+    from agentrel.harness.run.request import AuditRequest
 
 __all__ = ["Results", "analyze", "audit", "audit_async", "compare", "label", "load_results", "publish"]
 
 
 def audit(
-    models: Sequence[str] = (defaults.MODEL,),
-    *,
-    k: int = defaults.K,
-    tasks: Sequence[str] = (defaults.TASKS,),
-    conditions: Sequence[str] = (defaults.CONDITION,),
-    faults: str | None = None,
-    results: str | Path | None = None,
-    concurrency: int = defaults.CONCURRENCY,
-    max_steps: int = defaults.MAX_STEPS,
-    max_attempts: int = defaults.MAX_ATTEMPTS,
-    temperature: float = defaults.TEMPERATURE,
-    dsn: str | None = None,
-    backend: str | None = None,
-    progress: bool = False,
+    request: AuditRequest | Sequence[str] | None = None, /, *, progress: bool = False, **fields: Any
 ) -> AuditOutcome:
-    """Audit `models` on `tasks` (id globs), K runs per cell, into `results` (resumable, as the CLI).
+    """Run an audit: `request` (an `AuditRequest`), or the request its keyword fields build, with the
+    models as the first argument if you like: `audit(["openai/gpt-4o"], k=16, tasks=["itsm-*"])`.
 
-    The sandbox is the CLI's: the local cluster under AGENTREL_HOME unless `dsn`/`backend` say otherwise.
-    Raises `agentrel.harness.errors.UserError` (with the CLI's one-line message) on bad input."""
+    Every capability of `agentrel audit` is a field of `AuditRequest` (environment, agent programs,
+    conditions, faults, `until`, budgets, prices, the executor, `plan`, ...), with the CLI's defaults and
+    its checks: bad input raises `agentrel.UserError` with the CLI's one-line message. Resumable as the CLI
+    is: the same request into the same results directory runs only what is pending."""
     from agentrel.harness.run.audit import audit as run_audit
-    from agentrel.harness.run.audit import default_results_dir
-    from agentrel.sandbox.sandbox import Sandbox
+    from agentrel.harness.run.request import AuditRequest
 
-    where = Path(results) if results is not None else default_results_dir(list(models), k, list(tasks))
-    run = functools.partial(
-        run_audit,
-        models=list(models),
-        k=k,
-        task_patterns=list(tasks),
-        conditions=list(conditions),
-        faults=faults,
-        concurrency=concurrency,
-        results=where,
-        sandbox=Sandbox.open(dsn, backend),
-        max_steps=max_steps,
-        max_attempts=max_attempts,
-        temperature=temperature,
-        show_progress=progress,
-    )
+    if request is None or isinstance(request, AuditRequest):
+        asked = request if request is not None else AuditRequest.of(**fields)
+        if request is not None and fields:
+            raise TypeError(f"audit() takes a request or its fields, not both: {', '.join(fields)}")
+    else:
+        asked = AuditRequest.of(models=tuple(request), **fields)
+    run = functools.partial(run_audit, asked, show_progress=progress)
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop in this thread: the audit may start its own here

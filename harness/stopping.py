@@ -25,6 +25,7 @@ import asyncio
 import math
 from collections.abc import Iterable
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -278,3 +279,36 @@ def _damaging(record: RunRecord) -> bool:
         return False
     errored = record.error is not None and record.error.kind == "agent"
     return is_damaging(verdict.outcome, bool(verdict.mutated), errored)
+
+
+def rule_from_flags(
+    until: str | None,
+    target_p: float | None,
+    confidence: float,
+    multiplicity: str,
+    half_width: float | None,
+    budget_runs: int | None,
+    budget_usd: float | None,
+    cost_per_run: float | None,
+    cost_from: Path | None,
+    subjects: list[str],
+    plan: bool,
+) -> tuple[StoppingRule | None, float | None]:
+    """The sequential rule the audit's flags ask for (None: a fixed-k audit) and the cost of one run
+    (--cost-per-run, or read off earlier results with --cost-from), every bad combination one line."""
+    if (cost_per_run is not None or cost_from is not None) and budget_usd is None and not plan:
+        raise UsageError("--cost-per-run and --cost-from go with --budget-usd (or a draft --plan)")
+    if cost_per_run is not None and cost_from is not None:
+        raise UsageError("give --cost-per-run or --cost-from, not both")
+    if cost_per_run is not None and budget_usd is None and not (0 < cost_per_run < math.inf):
+        raise UsageError(f"--cost-per-run must be a positive number of US dollars, got {cost_per_run}")
+    if cost_from is not None:
+        from agentrel.harness.run_cost import recorded_cost_per_run
+
+        cost_per_run = recorded_cost_per_run(cost_from, subjects)
+    if all(f is None for f in (until, target_p, half_width, budget_runs, budget_usd)):
+        return None, cost_per_run
+    rule = StoppingRule.parse(
+        until or "", target_p, confidence, multiplicity, half_width, budget_runs, budget_usd, cost_per_run
+    )
+    return rule, cost_per_run

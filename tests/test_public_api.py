@@ -29,22 +29,65 @@ PUBLIC = {
     "ResultsDir",
     "Verdict",
     "UserError",
+    "AuditRequest",
 }
-AUDIT_PARAMETERS = [
+REQUEST_FIELDS = [
+    "environment",
     "models",
-    "k",
+    "agents",
+    "session",
     "tasks",
     "conditions",
     "faults",
-    "results",
-    "concurrency",
+    "fault_timeout_s",
+    "k",
     "max_steps",
     "max_attempts",
     "temperature",
+    "until",
+    "cost_per_run",
+    "error_budget",
+    "fail_on",
+    "prices",
+    "order",
+    "model_timeout_s",
+    "model_aliases",
+    "model_meta",
+    "concurrency",
+    "results",
+    "executor",
+    "ray_address",
+    "workers",
     "dsn",
     "backend",
-    "progress",
+    "image",
+    "plan",
+    "limit",
 ]
+# `agentrel audit` options that are not a field of their own: folded into one (the agent programs, the
+# sequential rule), or about what the terminal shows.
+CLI_FOLDED = {
+    "model": "models",
+    "agent": "agents",
+    "agent_file": "agents",
+    "agent_timeout": "agents",
+    "agent_model": "agents",
+    "agent_isolation": "agents",
+    "agent_network": "agents",
+    "condition": "conditions",
+    "fault_timeout": "fault_timeout_s",
+    "target_p": "until",
+    "confidence": "until",
+    "multiplicity": "until",
+    "half_width": "until",
+    "budget_runs": "until",
+    "budget_usd": "until",
+    "cost_from": "cost_per_run",
+    "model_timeout": "model_timeout_s",
+    "model_alias": "model_aliases",
+    "env": "environment",
+}
+CLI_PRESENTATION = {"ctx", "as_json", "report"}
 TASK = "itsm-cab-window"
 
 
@@ -52,7 +95,7 @@ def test_the_public_surface_is_exactly_the_documented_one():
     assert set(agentrel.__all__) == PUBLIC
     for name in PUBLIC:
         assert getattr(agentrel, name) is not None, name
-    assert list(inspect.signature(agentrel.audit).parameters) == AUDIT_PARAMETERS
+    assert list(agentrel.AuditRequest.model_fields) == REQUEST_FIELDS
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = agentrel.nope  # type: ignore[attr-defined]
 
@@ -64,17 +107,43 @@ def test_importing_agentrel_loads_no_layer_package():
     assert out.strip() == "['agentrel.distribution']"  # its name, for __version__; no layer
 
 
-def test_the_defaults_are_the_clis():
-    from agentrel.harness import defaults
+def test_every_option_of_agentrel_audit_is_a_field_of_the_request_with_the_same_default():
+    """A capability the CLI gains and the request lacks fails here: the library must reach all of it."""
     from agentrel.harness.cli.audit import audit as cli_audit
 
+    fields = agentrel.AuditRequest.model_fields
     cli = inspect.signature(cli_audit).parameters
-    lib = inspect.signature(agentrel.audit).parameters
-    assert cli["k"].default == lib["k"].default == defaults.K
-    assert cli["concurrency"].default == lib["concurrency"].default == defaults.CONCURRENCY
-    assert cli["temperature"].default == lib["temperature"].default == defaults.TEMPERATURE
-    assert cli["max_attempts"].default == lib["max_attempts"].default == defaults.MAX_ATTEMPTS
-    assert cli["max_steps"].default == lib["max_steps"].default == defaults.MAX_STEPS
+    for name, option in cli.items():
+        if name in CLI_PRESENTATION:
+            continue
+        field = CLI_FOLDED.get(name, name)
+        assert field in fields, f"audit --{name.replace('_', '-')} reaches no field of AuditRequest"
+        if field == name and option.default is not None and not isinstance(option.default, bool | list):
+            assert fields[name].default == option.default, name
+    assert set(CLI_FOLDED) <= set(cli), "a folded option the CLI no longer has"
+
+
+def test_the_request_refuses_bad_input_in_one_line_naming_the_option():
+    for fields, message in [
+        ({"k": 0}, "--k, --concurrency and --max-attempts must be at least 1"),
+        ({"temperature": 3.0}, "--temperature must lie in [0, 2]"),
+        ({"order": "random"}, "--order: "),
+        ({"fail_on": ("damage", "uncertified")}, "--fail-on uncertified needs --until detect"),
+        ({"fail_on": ("everything",)}, "--fail-on 'everything': use one or more of"),
+        ({"models": ("scripted/oracle",), "model_aliases": (("gpt-x", "y"),)}, "is not an audited model"),
+        ({"error_budget": 1.0}, "--error-budget is the most"),
+        ({"nonsense": 1}, "nonsense: "),
+    ]:
+        with pytest.raises(agentrel.UserError) as caught:
+            agentrel.AuditRequest.of(**fields)
+        assert message in str(caught.value) and "\n" not in str(caught.value), fields
+
+
+def test_no_subject_named_means_the_clis_default_model():
+    from agentrel.harness import defaults
+
+    assert agentrel.AuditRequest().models == (defaults.MODEL,)
+    assert agentrel.AuditRequest(session="person/ana").models == ()
 
 
 def test_audit_works_inside_a_running_event_loop_then_loads_analyzes_and_labels(

@@ -18,7 +18,6 @@ from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
-    from agentrel.harness.agents.external import ExternalSpec
     from agentrel.harness.results.record import RunRecord
     from agentrel.harness.stopping import StoppingRule
 
@@ -335,22 +334,15 @@ def audit(
     while under --max-attempts. Exits 1 when runs stay invalid: the matrix is then incomplete; exits 6 when
     a --fail-on condition holds (after writing everything).
     SIGTERM stops it like Ctrl-C: runs in flight are dropped unrecorded, every recorded run is whole."""
-    from agentrel.harness.errors import UsageError
-    from agentrel.harness.executors import resolve_executor
-    from agentrel.harness.fail_on import gate_findings, parse_fail_on
+    from agentrel.harness.agents.programs import declare_programs
     from agentrel.harness.results.directory import ResultsDir
     from agentrel.harness.run.audit import audit as run_audit
-    from agentrel.harness.run.audit import default_results_dir
-    from agentrel.harness.stopping import StoppingRule
-    from agentrel.sandbox.sandbox import Sandbox
+    from agentrel.harness.run.request import AuditRequest
+    from agentrel.harness.stopping import rule_from_flags
+    from agentrel.sandbox.environments.registry import current_name
 
-    try:
-        gates = parse_fail_on(fail_on or [])
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if "uncertified" in gates and until != "detect":
-        raise UsageError("--fail-on uncertified needs --until detect (it is what certifies a cell)")
-    external = external_agents(
+    # Options to the request's fields; the request's validators hold every cross-option check.
+    programs = declare_programs(
         agent or [],
         agent_file or [],
         agent_timeout,
@@ -358,62 +350,63 @@ def audit(
         isolation=agent_isolation,
         network=agent_network,
     )
-    models = split_list(model or ([] if external else [defaults.MODEL]))
-    # --- sequential audits (issue 27): the rule, a dollar budget converted to runs ---
-    if (cost_per_run is not None or cost_from is not None) and budget_usd is None and not plan:
-        raise UsageError("--cost-per-run and --cost-from go with --budget-usd (or a draft --plan)")
-    if cost_per_run is not None and cost_from is not None:
-        raise UsageError("give --cost-per-run or --cost-from, not both")
-    if cost_per_run is not None and budget_usd is None and not (0 < cost_per_run < float("inf")):
-        raise UsageError(f"--cost-per-run must be a positive number of US dollars, got {cost_per_run}")
-    if cost_from is not None:
-        from agentrel.harness.run_cost import recorded_cost_per_run
-
-        cost_per_run = recorded_cost_per_run(cost_from, [*models, *(e.subject for e in external)])
-    stopping = None
-    flags = (until, target_p, half_width, budget_runs, budget_usd)
-    if any(f is not None for f in flags):
-        stopping = StoppingRule.parse(
-            until or "", target_p, confidence, multiplicity, half_width, budget_runs, budget_usd, cost_per_run
+    models = split_list(model or [])
+    subjects = [*models, *(p.subject for p in programs)] or [defaults.MODEL]
+    stopping, cost_per_run = rule_from_flags(
+        until,
+        target_p,
+        confidence,
+        multiplicity,
+        half_width,
+        budget_runs,
+        budget_usd,
+        cost_per_run,
+        cost_from,
+        subjects,
+        plan,
+    )
+    request = AuditRequest.of(
+        environment=env or current_name(),
+        models=models,
+        agents=programs,
+        tasks=split_list(tasks or [defaults.TASKS]),
+        conditions=split_list(condition or [defaults.CONDITION]),
+        faults=faults,
+        fault_timeout_s=fault_timeout,
+        k=k,
+        max_steps=max_steps,
+        max_attempts=max_attempts,
+        temperature=temperature,
+        until=stopping,
+        cost_per_run=cost_per_run,
+        error_budget=error_budget,
+        fail_on=fail_on or (),
+        prices=prices,
+        order=order,
+        model_timeout_s=model_timeout,
+        model_aliases=[_alias(a) for a in split_list(model_alias or [])],
+        model_meta=model_meta,
+        concurrency=concurrency,
+        results=results,
+        executor=executor,
+        ray_address=ray_address,
+        workers=workers,
+        dsn=dsn,
+        backend=backend,
+        image=image,
+        plan=plan,
+    )
+    if stopping is not None and stopping.budget_usd is not None:
+        err.print(
+            f"agentrel: --budget-usd {stopping.budget_usd:g} at ${stopping.cost_per_run_usd:.6g} a run: "
+            f"at most {stopping.budget_runs} runs",
+            markup=False,
         )
-        if stopping.budget_usd is not None:
-            err.print(
-                f"agentrel: --budget-usd {stopping.budget_usd:g} at ${stopping.cost_per_run_usd:.6g} a run: "
-                f"at most {stopping.budget_runs} runs",
-                markup=False,
-            )
-    # --- end sequential audits ---
-    patterns = split_list(tasks or [defaults.TASKS])
-    results = results or default_results_dir([*models, *(e.subject for e in external)], k, patterns)
-    slots = resolve_executor(executor, ray_address, workers)
-    aliases = [_alias(a) for a in split_list(model_alias or [])]
+    results = request.results_dir()
     try:
         with terminate_like_interrupt(), sandbox_errors():
-            sb = Sandbox.open(dsn, backend, image=image)
             outcome = run_audit(
-                models=models,
-                k=k,
-                task_patterns=patterns,
-                conditions=split_list(condition or [defaults.CONDITION]),
-                concurrency=concurrency,
-                results=results,
-                sandbox=sb,
-                max_steps=max_steps,
-                max_attempts=max_attempts,
-                error_budget=error_budget,
-                temperature=temperature,
-                prices_path=prices,
-                faults=faults,
-                fault_timeout_s=fault_timeout,
-                plan_only=plan,
-                say=lambda message: err.print(f"agentrel: {message}", markup=False, soft_wrap=True),
-                executor=slots,
-                stopping=stopping,
-                external=external,
-                model_timeout_s=model_timeout,
-                model_aliases=aliases,
-                model_meta=model_meta,
-                order=order,  # type: ignore[arg-type]  # checked by the library (one line, exit 2)
+                request, say=lambda message: err.print(f"agentrel: {message}", markup=False, soft_wrap=True)
             )
     except KeyboardInterrupt:
         done = len(ResultsDir(results).finished(max_attempts))
@@ -468,8 +461,7 @@ def audit(
     ]:
         err.print(line, markup=False, soft_wrap=True)
     skipped = " (no report written: no valid run to estimate a rate from)" if report and not rated else ""
-    certified = outcome.gate.certified() if outcome.gate is not None else None
-    findings = gate_findings(records, gates, certified) if gates else []
+    findings = outcome.findings()
     for finding in findings:
         err.print(f"agentrel: --fail-on {finding}", markup=False, soft_wrap=True)
     if invalid:
@@ -494,52 +486,6 @@ def sequential_plan_line(rule: StoppingRule, planned: int, cost_per_run: float |
     if cost_per_run is not None:
         return line + f", at most ${most * cost_per_run:,.2f} at ${cost_per_run:.6g} a run"
     return line + "; give --cost-per-run USD or --cost-from RESULTS to see it in dollars"
-
-
-# --- external agent programs (`--agent`, `--agent-file`, `--agent-timeout`) ---
-def external_agents(
-    options: list[str],
-    files: list[Path],
-    timeout_s: float,
-    *,
-    model: str | None = None,
-    isolation: str = "sealed",
-    network: str = "loopback",
-) -> list[ExternalSpec]:
-    """Every declared agent program, checked before anything runs (one line each, exit 2); `model`
-    (--agent-model) is the upstream each one's model proxy forwards to."""
-    from agentrel.harness.agents import ConfigError
-    from agentrel.harness.agents.external import load_agent_file, parse_agent_option
-    from agentrel.harness.errors import UsageError
-
-    if not (timeout_s > 0 and timeout_s < float("inf")):
-        raise UsageError(
-            f"--agent-timeout {timeout_s:g}: the time budget must be a positive number of seconds"
-        )
-    if model is not None and not (options or files):
-        raise UsageError("--agent-model goes with --agent or --agent-file (a model subject is --model)")
-    if isolation not in ("sealed", "none"):
-        raise UsageError(f"--agent-isolation {isolation}: use sealed or none")
-    if network not in ("loopback", "host"):
-        raise UsageError(f"--agent-network {network}: use loopback or host")
-    if network == "host" and isolation == "none":
-        raise UsageError("--agent-network host goes with a sealed agent; without a sandbox it has the host's")
-    try:
-        specs = [parse_agent_option(o, timeout_s) for o in options] + [
-            load_agent_file(f, timeout_s) for f in files
-        ]
-        if model is not None:
-            from agentrel.harness.agents.model_upstream import resolve_upstream
-
-            resolve_upstream(model)  # an unknown prefix or a missing key: one line, before anything runs
-            specs = [s.model_copy(update={"model": model}) for s in specs]
-        return specs
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return [s.model_copy(update={"isolation": isolation, "network": network}) for s in specs]
-
-
-# --- end external agent programs ---
 
 
 def _alias(text: str) -> tuple[str, str]:

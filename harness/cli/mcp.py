@@ -243,6 +243,7 @@ def _record_session(
     from agentrel.harness.conditions.model import resolve_condition
     from agentrel.harness.mcp.server import ServeOptions
     from agentrel.harness.run.audit import audit
+    from agentrel.harness.run.request import AuditRequest
     from agentrel.sandbox.sandbox import Sandbox
 
     if transport != "http":
@@ -259,20 +260,17 @@ def _record_session(
     agent = InteractiveAgent(opts, _log)
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend)
-        outcome = audit(
-            models=[],
+        request = AuditRequest.of(
+            session=agent.name,
             k=k,
-            task_patterns=[task],
+            tasks=(task,),
+            conditions=(condition,),
             concurrency=1,
             results=results,
-            sandbox=sb,
-            conditions=[condition],
-            show_progress=False,
             max_attempts=1,  # a person's session is not re-run by the harness
-            say=_log,
-            session=agent,
             limit=1,
         )
+        outcome = audit(request, sandbox=sb, session=agent, show_progress=False, say=_log)
     if not outcome.new:
         _log(
             f"every run of {agent.name} on {task} in {results} is recorded (k={k}); raise --k to record more"

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from agentrel.harness.run.matrix import RunPlan
 from agentrel.harness.run.recipe import RunRecipe
+from agentrel.harness.run.request import EXECUTORS
 from agentrel.harness.run.runner import Attempt, RunContext, execute
 
 MAX_THREADS = 256  # past this, more slots share threads: their work is milliseconds between waits
@@ -71,9 +72,6 @@ def size_thread_pool(slots: int) -> None:
 
 def local_executor(recipe: RunRecipe, ctx: RunContext, slots: int) -> Executor:
     return LocalExecutor(ctx, slots)
-
-
-EXECUTORS = ("local", "ray")
 
 
 def resolve_executor(

@@ -53,12 +53,12 @@ def audit_with(sandbox, tmp_path, monkeypatch, model: str, reference: str, **kw)
     audit(
         models=[reference],
         k=1,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=2,
         results=results,
         sandbox=sandbox,
         show_progress=False,
-        external=agents(model),
+        agents=agents(model),
         **kw,
     )
     records = ResultsDir(results).records()

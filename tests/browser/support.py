@@ -27,7 +27,7 @@ def small_audit(sandbox, results: Path) -> Path:
     audit(
         models=["scripted/oracle", "scripted/overreach"],
         k=1,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=1,
         results=results,
         sandbox=sandbox,

@@ -28,7 +28,7 @@ def run(sandbox, results, models, schedule, **kw):
     return audit(
         models=models,
         k=1,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=2,
         results=results,
         sandbox=sandbox,
@@ -79,7 +79,7 @@ def test_fault_cells_are_witnessed_paired_and_scored_from_the_state(sandbox, tmp
     body = {k: v for k, v in entry.items() if k != "digest"}
     assert entry["digest"] == hashlib.sha256(rfc8785.dumps(body)).hexdigest()
     assert [(c["task"], c["fault_id"]) for c in entry["cells"]] == [(TASK, "late"), (TASK, "lost")]
-    other = run(sandbox, tmp_path / "other", ["scripted/oracle"], schedule, plan_only=True)
+    other = run(sandbox, tmp_path / "other", ["scripted/oracle"], schedule, plan=True)
     assert other.new == [] and not (tmp_path / "other" / "runs.jsonl").exists()
     assert json.loads((tmp_path / "other" / "manifest.json").read_bytes())["faults"] == entry
 
@@ -104,7 +104,7 @@ def test_a_slot_on_another_machine_sends_its_receipt_log_to_the_driver(sandbox, 
         return LocalExecutor(dataclasses.replace(ctx, receipts=node), slots)
 
     results = tmp_path / "r"
-    run(sandbox, results, ["scripted/reconcile"], schedule, executor=elsewhere)
+    run(sandbox, results, ["scripted/reconcile"], schedule, executor_factory=elsewhere)
     logs = sorted(p.name for p in node.iterdir())
     assert logs == ["scripted_reconcile__csm-double-charge__fault:lost__0001.1.jsonl"]
     kept = results / "receipts" / logs[0]

@@ -37,7 +37,7 @@ def audit_under(sandbox, results: Path, model: str, condition: str, k: int = 4, 
     return audit(
         models=[model],
         k=k,
-        task_patterns=tasks,
+        tasks=tasks,
         concurrency=2,
         results=results,
         sandbox=sandbox,

@@ -36,7 +36,7 @@ def run(sandbox, tmp_path, agent, **kw):
     outcome = audit(
         models=[as_test_agent(agent)],
         k=1,
-        task_patterns=[kw.pop("task", "itsm-cab-window")],
+        tasks=[kw.pop("task", "itsm-cab-window")],
         concurrency=1,
         results=tmp_path / "results",
         sandbox=sandbox,

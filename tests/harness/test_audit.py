@@ -32,7 +32,7 @@ def audit_task(sandbox, results, k, model="reference/stochastic", concurrency=2)
     return audit(
         models=[model],
         k=k,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=concurrency,
         results=results,
         sandbox=sandbox,
@@ -168,8 +168,8 @@ def test_records_carry_the_protocol_root_and_other_code_may_not_add_to_them(sand
     assert (results / "runs.jsonl").read_bytes() == runs
 
     planned = tmp_path / "planned"  # no runs yet: planning again under other code rebinds it
-    plan = dict(models=["scripted/oracle"], k=1, task_patterns=[TASK], concurrency=1, show_progress=False)
-    audit(**plan, results=planned, sandbox=sandbox, plan_only=True)
+    plan = dict(models=["scripted/oracle"], k=1, tasks=[TASK], concurrency=1, show_progress=False)
+    audit(**plan, results=planned, sandbox=sandbox, plan=True)
     (planned / "protocol.json").write_text(json.dumps(other_code))
     audit_task(sandbox, planned, k=1, model="scripted/oracle")
     assert json.loads((planned / "protocol.json").read_bytes())["protocol_hash"] == identity.protocol_hash
@@ -267,17 +267,18 @@ def test_a_spec_naming_an_unknown_table_stops_the_audit_before_any_run(sandbox, 
     assert not (results / "runs.jsonl").exists()
 
 
-def test_the_same_audit_on_two_environments_gets_two_default_directories(monkeypatch):
+def test_the_same_audit_on_two_environments_gets_two_default_directories():
     """The README's two τ² audits, run one after the other without --results, once shared a directory
     and the second was refused as a changed protocol."""
-    from agentrel.harness.run.audit import default_results_dir
+    from agentrel.harness.run.request import AuditRequest
 
-    monkeypatch.setenv("AGENTREL_ENV", "agentrel-enterprise")
-    assert default_results_dir(["reference/stochastic"], 8, None) == Path("results/reference_stochastic-k8")
-    dirs = set()
-    for env in ("tau2-airline", "tau2-retail"):
-        monkeypatch.setenv("AGENTREL_ENV", env)
-        dirs.add(default_results_dir(["reference/stochastic"], 8, None))
+    asked = AuditRequest(models=("reference/stochastic",), k=8)
+    assert asked.results_dir("agentrel-enterprise") == Path("results/reference_stochastic-k8")
+    dirs = {asked.results_dir(env) for env in ("tau2-airline", "tau2-retail")}
+    # The request's own environment wins over the sandbox's it is given.
+    assert AuditRequest(environment="tau2-airline", models=("reference/stochastic",), k=8).results_dir(
+        "agentrel-enterprise"
+    ) == Path("results/tau2-airline-reference_stochastic-k8")
     assert dirs == {
         Path("results/tau2-airline-reference_stochastic-k8"),
         Path("results/tau2-retail-reference_stochastic-k8"),

@@ -25,7 +25,7 @@ def recorded(sandbox, tmp_path_factory) -> list[dict]:
     from agentrel.harness.run.audit import audit
 
     results = tmp_path_factory.mktemp("cost") / "r"
-    audit(models=[ORACLE], k=3, task_patterns=[TASK], concurrency=1, results=results, sandbox=sandbox,
+    audit(models=[ORACLE], k=3, tasks=[TASK], concurrency=1, results=results, sandbox=sandbox,
           show_progress=False)  # fmt: skip
     return [json.loads(line) for line in (results / "runs.jsonl").read_text().splitlines()]
 

@@ -71,7 +71,7 @@ def test_the_audit_says_when_its_server_cannot_hold_its_concurrency(sandbox, tmp
     out = audit(
         models=["scripted/oracle"],
         k=1,
-        task_patterns=["itsm-alert-storm"],
+        tasks=["itsm-alert-storm"],
         concurrency=concurrency,
         results=tmp_path / "r",
         sandbox=external,

@@ -116,7 +116,7 @@ def audit_under(sandbox, results, model, condition, task=REFUND_TASK, k=1):
     return audit(
         models=[model],
         k=k,
-        task_patterns=[task],
+        tasks=[task],
         concurrency=2,
         results=results,
         sandbox=sandbox,

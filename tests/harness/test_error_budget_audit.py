@@ -30,7 +30,7 @@ def test_the_budget_is_planned_into_the_manifest(sandbox, tmp_path) -> None:
 
     with_budget, without = tmp_path / "b", tmp_path / "n"
     for results, budget in ((with_budget, 0.1), (without, None)):
-        audit(models=["scripted/oracle"], k=2, task_patterns=[TASK], concurrency=1, results=results,
-              sandbox=sandbox, show_progress=False, plan_only=True, error_budget=budget)  # fmt: skip
+        audit(models=["scripted/oracle"], k=2, tasks=[TASK], concurrency=1, results=results,
+              sandbox=sandbox, show_progress=False, plan=True, error_budget=budget)  # fmt: skip
     assert json.loads((with_budget / "manifest.json").read_text())["error_budget"] == 0.1
     assert "error_budget" not in json.loads((without / "manifest.json").read_text())

@@ -52,12 +52,12 @@ def run_external(
     audit(
         models=[model] if model else [],
         k=k,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=2,
         results=results,
         sandbox=sandbox,
         show_progress=False,
-        external=[spec],
+        agents=[spec],
         **kw,
     )
     return ResultsDir(results).records()

@@ -109,7 +109,7 @@ def test_the_model_sees_the_tool_result_in_its_template_and_answers_in_text(serv
     agent = OpenAIAgent.from_env("qwen-local", {"temperature": 0.6}, env={"OPENAI_BASE_URL": url})
     agent_adapter("served", "served/<name>")(lambda rest, sampling: agent)
     outcome = audit(
-        models=["served/qwen"], k=1, task_patterns=[TASK], concurrency=1, results=tmp_path / "r",
+        models=["served/qwen"], k=1, tasks=[TASK], concurrency=1, results=tmp_path / "r",
         sandbox=sandbox, show_progress=False, max_attempts=1,
     )  # fmt: skip
     (record,) = outcome.new

@@ -280,12 +280,12 @@ def audited(sandbox, tmp_path: Path, plan: dict[str, Any], model: str | None) ->
     audit(
         models=[],
         k=1,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=1,
         results=results,
         sandbox=sandbox,
         show_progress=False,
-        external=[spec],
+        agents=[spec],
     )
     (record,) = ResultsDir(results).records()
     return record, json.loads(report.read_text()), results

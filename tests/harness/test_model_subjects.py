@@ -46,7 +46,7 @@ def run_audit(sandbox, results, agent, tasks=(TASK,), k=1, **kw):
     return audit(
         models=["local/qwen"],
         k=k,
-        task_patterns=list(tasks),
+        tasks=list(tasks),
         concurrency=1,
         results=results,
         sandbox=sandbox,

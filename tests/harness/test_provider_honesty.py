@@ -61,7 +61,7 @@ def audit_one(sandbox, results, agent, task=TASK):
     return audit(
         models=["test/agent"],
         k=1,
-        task_patterns=[task],
+        tasks=[task],
         concurrency=1,
         results=results,
         sandbox=sandbox,

@@ -113,12 +113,12 @@ def attack(sandbox, cluster, tmp_path: Path, damaging, isolation: str):
         audit(
             models=[],
             k=1,
-            task_patterns=[TASK],
+            tasks=[TASK],
             concurrency=1,
             results=results,
             sandbox=sandbox,
             show_progress=False,
-            external=[spec],
+            agents=[spec],
         )
     (record,) = ResultsDir(results).records()
     messages = json.loads((results / "transcripts" / f"{record.run_id}.json").read_text())["messages"]
@@ -204,14 +204,14 @@ def test_an_imported_module_edited_after_the_freeze_is_refused(sandbox, tmp_path
     common = {
         "models": [],
         "k": 1,
-        "task_patterns": [TASK],
+        "tasks": [TASK],
         "concurrency": 1,
         "results": results,
         "sandbox": sandbox,
         "show_progress": False,
-        "external": [spec],
+        "agents": [spec],
     }
-    audit(**common, plan_only=True)
+    audit(**common, plan=True)
     write_freeze(results, "tester")
     audit(**common)
     (before,) = ResultsDir(results).records()
@@ -235,20 +235,20 @@ def test_without_a_sandbox_an_agent_program_refuses_to_start_unless_isolation_no
     plan.write_text(json.dumps({"steps": [[s.tool, s.args] for s in task.oracle.steps]}))
     spec = ExternalSpec(name="plain", command=[sys.executable, "-S", str(PLAIN), str(plan)])
     results = tmp_path / "results"
-    common = {"models": [], "k": 1, "task_patterns": [TASK], "concurrency": 1, "sandbox": sandbox}
+    common = {"models": [], "k": 1, "tasks": [TASK], "concurrency": 1, "sandbox": sandbox}
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     unavailable.cache_clear()
     try:
         with pytest.raises(UserError) as refused:
-            audit(**common, results=results, show_progress=False, external=[spec])
+            audit(**common, results=results, show_progress=False, agents=[spec])
         message = str(refused.value)
         assert "bwrap (bubblewrap) is not installed" in message and "apt-get install bubblewrap" in message
         assert "--agent-isolation none" in message and "\n" not in message
         assert not (results / "runs.jsonl").exists()
         unsealed = spec.model_copy(update={"isolation": "none"})
-        audit(**common, results=tmp_path / "unsealed", show_progress=False, external=[unsealed])
+        audit(**common, results=tmp_path / "unsealed", show_progress=False, agents=[unsealed])
         (r,) = ResultsDir(tmp_path / "unsealed").records()
         assert r.status == "valid" and r.verdict.outcome in ("PASS", "FAIL_SAFE")
     finally:
@@ -277,7 +277,7 @@ def test_isolation_and_network_are_the_subjects_identity(tmp_path):
 
 
 def test_the_cli_refuses_host_network_without_a_sandbox():
-    from agentrel.harness.cli.audit import external_agents
+    from agentrel.harness.agents.programs import declare_programs
 
     for isolation, network, message in (
         ("jail", "loopback", "--agent-isolation jail: use sealed or none"),
@@ -285,5 +285,27 @@ def test_the_cli_refuses_host_network_without_a_sandbox():
         ("none", "host", "--agent-network host goes with a sealed agent"),
     ):
         with pytest.raises(UsageError) as caught:
-            external_agents([f"x={sys.executable} {PLAIN}"], [], 60.0, isolation=isolation, network=network)
+            declare_programs([f"x={sys.executable} {PLAIN}"], [], 60.0, isolation=isolation, network=network)
         assert message in str(caught.value)
+
+
+def test_the_clis_isolation_and_network_reach_the_subjects_identity(tmp_path):
+    """`--agent-isolation none` and `--agent-network host` were once parsed, checked and dropped: every
+    program ran sealed on loopback whatever the auditor asked, and its identity said so. The options now
+    reach the declared programs, and the preregistered identity (what a scorecard shows) says what ran."""
+    import subprocess
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [], "final": "nothing done"}))
+    agent = f"x={sys.executable} -S {PLAIN} {plan}"
+    for isolation, network in (("none", "loopback"), ("sealed", "host")):
+        results = tmp_path / f"{isolation}-{network}"
+        done = subprocess.run(
+            [sys.executable, "-m", "agentrel.harness.cli", "audit", "--agent", agent, "--tasks", TASK,
+             "--k", "1", "--plan", "--results", str(results), "--agent-isolation", isolation,
+             "--agent-network", network],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (config,) = json.loads((results / "manifest.json").read_text())["agents"]
+        assert config["isolation"] == {"mode": isolation, "network": network}

@@ -37,7 +37,7 @@ def audit_one(sandbox, results, agent, **kw):
     return audit(
         models=["test/agent"],
         k=1,
-        task_patterns=[CREDIT_TASK],
+        tasks=[CREDIT_TASK],
         concurrency=1,
         results=results,
         sandbox=sandbox,

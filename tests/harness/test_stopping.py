@@ -24,12 +24,12 @@ def run(sandbox, results: Path, rule: StoppingRule = RULE, concurrency: int = 1)
     return audit(
         models=[SAFE, DAMAGING],
         k=16,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=concurrency,
         results=results,
         sandbox=sandbox,
         show_progress=False,
-        stopping=rule,
+        until=rule,
     )
 
 

@@ -53,13 +53,13 @@ def test_cells_run_one_at_a_time_and_retry_at_once(sandbox, tmp_path):
     audit(
         models=[SAFE, DAMAGING],
         k=16,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=4,
         results=tmp_path / "r",
         sandbox=sandbox,
         show_progress=False,
-        stopping=RULE,
-        executor=factory,
+        until=RULE,
+        executor_factory=factory,
     )
     assert log["peak"] == 1  # 4 slots, 2 cells: never two runs of one cell in flight
     safe = [(i, a) for m, i, a in log["starts"] if m == SAFE]

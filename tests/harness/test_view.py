@@ -95,7 +95,7 @@ def test_an_update_highlights_exactly_the_changed_columns(sandbox, tmp_path):
     audit(
         models=["scripted/overreach"],
         k=1,
-        task_patterns=["itsm-cab-window"],
+        tasks=["itsm-cab-window"],
         concurrency=1,
         results=results,
         sandbox=sandbox,

@@ -60,7 +60,7 @@ def audited(sandbox, tmp_path_factory):
     audit(
         models=["scripted/overreach"],
         k=1,
-        task_patterns=["itsm-cab-window", "csm-goodwill-cap"],
+        tasks=["itsm-cab-window", "csm-goodwill-cap"],
         concurrency=1,
         results=results,
         sandbox=sandbox,

@@ -95,14 +95,14 @@ def _frozen_audit(sandbox, tmp_path: Path, models: list[str], **more: Any) -> tu
     kw: dict[str, Any] = dict(
         models=models,
         k=2,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=1,
         results=results,
         sandbox=sandbox,
         show_progress=False,
         **more,
     )
-    audit(**kw, plan_only=True)
+    audit(**kw, plan=True)
     write_freeze(results, "tester", registry=registry)
     return kw, registry
 
@@ -112,7 +112,7 @@ def test_a_state_destroyed_after_the_subject_acted_stays_damaging_and_is_never_r
 ):
     """Attack 2: damage, then a table renamed so the final state cannot be dumped. It was harness_invalid
     and retried (a retry could behave); now it is a valid, damaging run everywhere it is counted."""
-    kw, registry = _frozen_audit(sandbox, tmp_path, ["scripted/oracle"], stopping=_detect())
+    kw, registry = _frozen_audit(sandbox, tmp_path, ["scripted/oracle"], until=_detect())
     outcome = audit(**kw)
     results = kw["results"]
     records = _records(results)
@@ -157,7 +157,7 @@ def test_a_state_destroyed_after_the_subject_acted_stays_damaging_and_is_never_r
 
 def test_a_forged_clean_verdict_without_a_dump_is_a_verdict_mismatch(sandbox, tmp_path, destroys_state):
     """The state-destroyed record hand-edited to PASS: no dump backs it, so publication refuses it."""
-    kw, registry = _frozen_audit(sandbox, tmp_path, ["scripted/oracle"], stopping=_detect())
+    kw, registry = _frozen_audit(sandbox, tmp_path, ["scripted/oracle"], until=_detect())
     audit(**kw)
     runs = kw["results"] / "runs.jsonl"
     (rec,) = _records(kw["results"])
@@ -176,7 +176,7 @@ def test_an_unwitnessed_lost_response_keeps_its_damage_for_detection_and_certifi
     schedule = tmp_path / "schedule.yaml"
     schedule.write_text(LOST)
     kw, registry = _frozen_audit(
-        sandbox, tmp_path, ["scripted/naive-retry"], stopping=_detect(), faults=str(schedule)
+        sandbox, tmp_path, ["scripted/naive-retry"], until=_detect(), faults=str(schedule)
     )
     outcome = audit(**kw)
     faulted = [r for r in _records(kw["results"]) if r["condition"] == "fault:lost"]
@@ -257,7 +257,7 @@ def test_a_damaging_line_removed_and_the_run_re_rolled_is_refused(published_audi
     audit(
         models=["scripted/overreach"],
         k=2,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=1,
         results=results,
         sandbox=sandbox,

@@ -27,14 +27,14 @@ def test_a_real_audit_planned_frozen_run_and_published(sandbox, tmp_path):
     kw = dict(
         models=["scripted/reconcile"],
         k=1,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=2,
         results=results,
         sandbox=sandbox,
         show_progress=False,
         faults=str(schedule),
     )
-    audit(**kw, plan_only=True)  # the manifest, nothing run
+    audit(**kw, plan=True)  # the manifest, nothing run
     assert not (results / "runs.jsonl").exists()
     freeze, wrote = write_freeze(results, "tester", registry=registry)
     assert wrote

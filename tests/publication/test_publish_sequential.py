@@ -32,12 +32,12 @@ def _audit(results: Path, sandbox, **kw) -> None:
     audit(
         models=[SAFE, DAMAGING],
         k=16,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=2,
         results=results,
         sandbox=sandbox,
         show_progress=False,
-        stopping=RULE,
+        until=RULE,
         **kw,
     )
 
@@ -47,7 +47,7 @@ def honest(sandbox, tmp_path_factory) -> Path:
     """Planned, frozen, audited under the freeze: the directory every attack starts from (copied)."""
     base = tmp_path_factory.mktemp("sequential")
     results, registry = base / "r", base / "registry.jsonl"
-    _audit(results, sandbox, plan_only=True)
+    _audit(results, sandbox, plan=True)
     write_freeze(results, "tester", registry=registry)
     _audit(results, sandbox)
     return base

@@ -26,13 +26,13 @@ def frozen_audit(sandbox: object, tmp_path: Path) -> tuple[Path, Path]:
     kw = dict(
         models=["scripted/oracle", "scripted/overreach"],
         k=2,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=2,
         results=results,
         sandbox=sandbox,
         show_progress=False,
     )
-    audit(**kw, plan_only=True)
+    audit(**kw, plan=True)
     write_freeze(results, "tester", registry=registry)
     audit(**kw)
     return results, registry

@@ -43,11 +43,11 @@ class Capture:
 
 
 def run(sandbox, results: Path, executor=None, model="reference/stochastic", tasks=TASKS, k=2):  # type: ignore[no-untyped-def]
-    kw = {"executor": executor} if executor is not None else {}
+    kw = {"executor_factory": executor} if executor is not None else {}
     return audit(
         models=[model],
         k=k,
-        task_patterns=tasks,
+        tasks=tasks,
         concurrency=2,
         results=results,
         sandbox=sandbox,
@@ -159,9 +159,9 @@ def test_an_agent_program_runs_on_ray_as_on_the_local_executor(sandbox, tmp_path
         specs.append(ExternalSpec(name=name, command=[sys.executable, "-S", str(program), str(plan)]))
 
     def agents(results: Path, executor=None):  # type: ignore[no-untyped-def]
-        kw = {"executor": executor} if executor is not None else {}
-        common = {"k": 2, "task_patterns": ["csm-double-charge"], "concurrency": 2, "show_progress": False}
-        return audit(models=[], external=specs, results=results, sandbox=sandbox, **common, **kw)  # type: ignore[arg-type]
+        kw = {"executor_factory": executor} if executor is not None else {}
+        common = {"k": 2, "tasks": ["csm-double-charge"], "concurrency": 2, "show_progress": False}
+        return audit(models=[], agents=specs, results=results, sandbox=sandbox, **common, **kw)  # type: ignore[arg-type]
 
     local = agents(tmp_path / "local")
     remote = agents(tmp_path / "ray", executor=Capture(workers=WORKERS, home=slot_homes))
@@ -183,16 +183,16 @@ def test_until_detect_decides_each_cell_on_ray_as_on_the_local_executor(
     rule = StoppingRule.parse("detect", 0.5, 0.9, "union", None)  # certify at 4 clean runs
 
     def sequential(results: Path, executor=None):  # type: ignore[no-untyped-def]
-        kw = {"executor": executor} if executor is not None else {}
+        kw = {"executor_factory": executor} if executor is not None else {}
         return audit(
             models=["scripted/oracle", "scripted/overreach", "reference/stochastic"],
             k=16,
-            task_patterns=["csm-goodwill-cap", "itsm-cab-window"],
+            tasks=["csm-goodwill-cap", "itsm-cab-window"],
             concurrency=2,
             results=results,
             sandbox=sandbox,
             show_progress=False,
-            stopping=rule,
+            until=rule,
             **kw,
         )
 

@@ -147,7 +147,7 @@ def test_a_template_poisoned_out_of_band_is_rebuilt_before_the_next_audit_clones
         audit(
             models=["scripted/oracle"],
             k=1,
-            task_patterns=[TASK],
+            tasks=[TASK],
             concurrency=1,
             results=results,
             sandbox=sandbox,
@@ -198,12 +198,12 @@ def test_the_superuser_password_is_in_no_childs_environment_or_argv(sandbox, tmp
     audit(
         models=[],
         k=1,
-        task_patterns=[TASK],
+        tasks=[TASK],
         concurrency=1,
         results=tmp_path / "results",
         sandbox=sandbox,
         show_progress=False,
-        external=[spec],
+        agents=[spec],
     )
     saw = json.loads(out.read_text())
     assert saw["logins"] == {superuser: None}

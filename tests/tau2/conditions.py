@@ -34,7 +34,7 @@ def run(sandbox: Any, results: Path, model: str, condition: str, tasks: list[str
     return audit(
         models=[model],
         k=k,
-        task_patterns=tasks,
+        tasks=tasks,
         concurrency=2,
         results=results,
         sandbox=sandbox,

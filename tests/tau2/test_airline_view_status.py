@@ -33,7 +33,7 @@ def airline_audit(cluster, agentrel_home: Path, tmp_path_factory) -> Path:
         audit(
             models=["scripted/overreach"],
             k=1,
-            task_patterns=[TASK],
+            tasks=[TASK],
             concurrency=1,
             results=results,
             sandbox=Sandbox(cluster, home=agentrel_home, env=env),
