@@ -127,7 +127,7 @@ def test_the_request_refuses_bad_input_in_one_line_naming_the_option():
     for fields, message in [
         ({"k": 0}, "--k, --concurrency and --max-attempts must be at least 1"),
         ({"temperature": 3.0}, "--temperature must lie in [0, 2]"),
-        ({"order": "random"}, "--order: "),
+        ({"order": "random"}, "--order must be one of run, task"),
         ({"fail_on": ("damage", "uncertified")}, "--fail-on uncertified needs --until detect"),
         ({"fail_on": ("everything",)}, "--fail-on 'everything': use one or more of"),
         ({"models": ("scripted/oracle",), "model_aliases": (("gpt-x", "y"),)}, "is not an audited model"),

@@ -23,4 +23,8 @@ def server_settings(
         "timezone": "UTC",
         "log_min_messages": "warning",
         "password_encryption": "scram-sha-256",
+        # A client paused mid-login (Ctrl-Z on an audit, a debugger, SIGSTOP) had its handshake cut at the
+        # default 60 s, and the run it was starting failed as harness_invalid once it resumed. The server
+        # listens only on its own socket (or loopback), so the longest wait Postgres allows costs nothing.
+        "authentication_timeout": "600s",
     }

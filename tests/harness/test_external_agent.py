@@ -19,7 +19,7 @@ import pytest
 
 from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.agents.process import HEAD_BYTES, TAIL_BYTES
-from agentrel.harness.cli.audit import external_agents
+from agentrel.harness.agents.programs import declare_programs
 from agentrel.harness.errors import UsageError
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
@@ -284,7 +284,7 @@ def test_bad_agents_are_one_line_errors_before_any_run(tmp_path):
     ]
     for options, files, timeout_s, message in cases:
         with pytest.raises(UsageError) as caught:
-            external_agents(options, files, timeout_s)
+            declare_programs(options, files, timeout_s)
         assert message in str(caught.value) and "\n" not in str(caught.value)
 
 

@@ -26,7 +26,7 @@ from agentrel.harness.agents.chat import request_seed
 from agentrel.harness.agents.external import ExternalAgent, ExternalSpec
 from agentrel.harness.agents.model_proxy import ModelProxy
 from agentrel.harness.agents.model_upstream import Upstream, resolve_upstream
-from agentrel.harness.cli.audit import external_agents
+from agentrel.harness.agents.programs import declare_programs
 from agentrel.harness.errors import UsageError
 from agentrel.harness.prices import cost, load_prices
 from agentrel.harness.results.directory import ResultsDir
@@ -388,16 +388,16 @@ def test_a_bad_agent_model_is_one_line_before_any_run(monkeypatch, model, agents
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(UsageError) as err:
-        external_agents(agents, [], 60.0, model=model)
+        declare_programs(agents, [], 60.0, model=model)
     assert says in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_agent_model_joins_the_subject_identity_and_never_its_key(monkeypatch, openai_up):
-    (spec,) = external_agents([f"a={sys.executable} -c pass"], [], 60.0, model="openai/gpt-test")
+    (spec,) = declare_programs([f"a={sys.executable} -c pass"], [], 60.0, model="openai/gpt-test")
     config = ExternalAgent(spec).config()
     assert config["model"]["spec"] == "openai/gpt-test" and config["model"]["request_seed"]
     assert KEY not in json.dumps(config) and "sk-" not in json.dumps(config)
-    (bare,) = external_agents([f"a={sys.executable} -c pass"], [], 60.0)
+    (bare,) = declare_programs([f"a={sys.executable} -c pass"], [], 60.0)
     assert "model" not in ExternalAgent(bare).config()  # an agent audited without a proxy keeps its hash
 
 

@@ -179,3 +179,12 @@ def test_a_cluster_deleted_without_destroy_leaves_no_run_space_that_blocks_the_n
         assert Databases(second).run_tablespace() is not None
     finally:
         second.destroy()
+
+
+def test_a_client_paused_mid_login_is_not_cut_off_after_a_minute(sandbox):
+    """An audit stopped with Ctrl-Z (or SIGSTOP) while one of its runs was logging in had the handshake
+    cut at Postgres's default 60 s: that run failed as harness_invalid when the audit resumed and ran again.
+    The private cluster waits as long as Postgres allows."""
+    with psycopg.connect(sandbox.server.conninfo("postgres")) as conn:
+        (timeout,) = conn.execute("SHOW authentication_timeout").fetchone()
+    assert timeout == "10min"
