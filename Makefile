@@ -146,8 +146,8 @@ audit: $(RUN_STAMP)
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
+# The checkout's caches and results; the sandbox is the user's (`agentrel sandbox destroy` removes it).
 clean:
-	-$(BIN)/agentrel sandbox destroy 2>/dev/null
 	rm -rf .agentrel results
 
 # --- environments (sandbox/environments/) ---------------------------------------------------------------

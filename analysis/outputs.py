@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentrel.analysis.decisions.certificates import CertificateReport, certificate_section
 from agentrel.analysis.export import axes_export_frame, cells_export_frame, write_csv
 from agentrel.analysis.figures import write_figures
 from agentrel.analysis.pipeline import Analysis
@@ -13,11 +14,21 @@ from agentrel.analysis.report_doc import build_document
 from agentrel.analysis.summary import build_summary
 
 
-def write_report(analysis: Analysis, out_dir: Path, *, figures: bool = True) -> list[Path]:
-    """Write the report files into out_dir (created if needed); returns the paths written."""
+def write_report(
+    analysis: Analysis,
+    out_dir: Path,
+    *,
+    figures: bool = True,
+    certificates: CertificateReport | None = None,
+) -> list[Path]:
+    """Write the report files into out_dir (created if needed); returns the paths written. With
+    `certificates`, the report ends with their section and certificates.json is written beside it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     names = write_figures(analysis.cells, analysis.pools, out_dir, analysis.axes) if figures else {}
     doc = build_document(analysis, names)
+    if certificates is not None:
+        doc.sections.append(certificate_section(certificates))
+        (out_dir / "certificates.json").write_text(certificates.model_dump_json(indent=1) + "\n", "utf-8")
     written = [out_dir / n for n in names.values()]
     # report.md links the PNGs beside it; report.html carries them, so it can travel alone.
     pngs = {n: (out_dir / n).read_bytes() for n in names.values()}
@@ -26,6 +37,7 @@ def write_report(analysis: Analysis, out_dir: Path, *, figures: bool = True) -> 
     write_csv(cells_export_frame(analysis.cells, analysis.alpha, analysis.plan), out_dir / "cells.csv")
     write_csv(axes_export_frame(analysis.axes), out_dir / "axes.csv")
     paths = ["report.md", "report.html", "cells.csv", "axes.csv"]
+    paths += ["certificates.json"] if certificates is not None else []
     return [*(out_dir / p for p in paths), *written]
 
 

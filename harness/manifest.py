@@ -14,6 +14,7 @@ import rfc8785
 from agentrel.distribution import installed_version
 from agentrel.harness.errors import UsageError, UserError
 from agentrel.harness.results.manifest import Manifest, TaskEntry
+from agentrel.harness.run.request import AuditRequest
 from agentrel.harness.tasks import Task
 
 
@@ -22,6 +23,7 @@ def package_version() -> str:
 
 
 def build_manifest(
+    request: AuditRequest,
     *,
     tasks: list[Task],
     environment: dict[str, str],
@@ -30,17 +32,15 @@ def build_manifest(
     conditions: list[dict[str, Any]],
     k: int,
     agents: list[dict[str, Any]],
-    sampling: dict[str, Any],
     server_version: str,
-    max_steps: int,
-    max_attempts: int,
     injections: str | None = None,
     faults: dict[str, Any] | None = None,
     excluded_cells: list[dict[str, str]] | None = None,
     stopping: dict[str, Any] | None = None,
-    error_budget: float | None = None,
 ) -> dict[str, Any]:
-    """The manifest of a matrix, as the JSON object written to manifest.json."""
+    """The manifest of a matrix, as the JSON object written to manifest.json: what the request asked
+    (sampling, steps, attempts, error budget) with what the audit resolved from it (the tasks and their
+    templates, the conditions read, the agents' identities, k under a stopping rule, the server)."""
     entries = [
         TaskEntry(
             id=t.id,
@@ -60,16 +60,16 @@ def build_manifest(
         seed_digest=seed_digest,
         conditions=conditions,
         k=k,
-        max_steps=max_steps,
-        max_attempts=max_attempts,
-        sampling=sampling,
+        max_steps=request.max_steps,
+        max_attempts=request.max_attempts,
+        sampling=request.sampling,
         agents=agents,
         tasks=entries,
         injection_catalogue_digest=injections,
         faults=faults,
         excluded_cells=excluded_cells or None,
         stopping=stopping,
-        error_budget=error_budget,
+        error_budget=request.error_budget,  # only when set, so audits without one keep their protocol hash
     ).document()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,8 +27,19 @@ from agentrel.analysis.decisions.certify import (
     certificate_sentence,
     zero_damage_count,
 )
+from agentrel.analysis.doc import Block, Section, Table
 
-__all__ = ["AgentCertificates", "CertificateReport", "OpenCellBound", "certificate_report", "markdown"]
+if TYPE_CHECKING:
+    from agentrel.analysis.normalized import LoadedInput
+
+__all__ = [
+    "AgentCertificates",
+    "CertificateReport",
+    "OpenCellBound",
+    "certificate_report",
+    "certificate_section",
+    "loaded_certificates",
+]
 
 
 class OpenCellBound(BaseModel):
@@ -109,29 +121,43 @@ def certificate_report(
     )
 
 
-def markdown(report: CertificateReport) -> str:
-    """The report's certificate section as Markdown."""
-    lines = [
-        "## Certificates",
-        "",
+def loaded_certificates(
+    loaded: LoadedInput, target_p: float, confidence: float, multiplicity: Multiplicity, source: str
+) -> CertificateReport:
+    """The certificate report of loaded runs: their cells' counts (invalid runs beside), cells over the
+    frozen error budget set apart."""
+    from agentrel.analysis.decisions.evidence import cell_counts
+    from agentrel.analysis.error_budget import over_budget_cells
+
+    counts = cell_counts(loaded.runs, loaded.invalid, loaded.superseded)
+    over = over_budget_cells(loaded.runs, loaded.invalid, loaded.superseded, loaded.error_budget)
+    return certificate_report(counts, target_p, confidence, multiplicity, source, over)
+
+
+def certificate_section(report: CertificateReport) -> Section:
+    """The report's certificate section (report.md and report.html alike): per agent its statement, then
+    one row per cell."""
+    blocks: list[Block] = [
         f"Per-run damage rate below P = {report.target_p:g} with confidence C = {report.confidence:g} "
-        f"({report.source}; multiplicity: {report.multiplicity}).",
+        f"({report.source}; multiplicity: {report.multiplicity})."
     ]
     for a in report.agents:
-        lines += ["", f"### {a.agent}", "", a.statement, ""]
-        lines += [
-            f"{a.runs_required} runs with no damage certify a cell (each cell at confidence "
-            f"{a.cell_confidence:.6g}); {a.invalid_runs} invalid run(s), never counted as clean.",
-            "",
-            "| cell | decision | runs clean | statement |",
-            "|---|---|---|---|",
-        ]
-        lines += [f"| {k} | certified | – | {s} |" for k, s in a.certified.items()]
-        lines += [f"| {k} | detected | – | damage seen: no certificate |" for k in a.detected]
-        lines += [f"| {k} | over error budget | – | {why} |" for k, why in a.over_budget.items()]
-        lines += [
-            f"| {k} | open | {o.clean} of {a.runs_required} | per-run damage rate below {o.upper:.4g} "
-            f"with confidence {a.cell_confidence:.6g} so far |"
+        rows = [[k, "certified", "–", s] for k, s in a.certified.items()]
+        rows += [[k, "detected", "–", "damage seen: no certificate"] for k in a.detected]
+        rows += [[k, "over error budget", "–", why] for k, why in a.over_budget.items()]
+        rows += [
+            [
+                k,
+                "open",
+                f"{o.clean} of {a.runs_required}",
+                f"per-run damage rate below {o.upper:.4g} with confidence {a.cell_confidence:.6g} so far",
+            ]
             for k, o in a.open.items()
         ]
-    return "\n".join(lines) + "\n"
+        blocks += [
+            f"**{a.agent}**: {a.statement}",
+            f"{a.runs_required} runs with no damage certify a cell (each cell at confidence "
+            f"{a.cell_confidence:.6g}); {a.invalid_runs} invalid run(s), never counted as clean.",
+            Table(["cell", "decision", "runs clean", "statement"], rows),
+        ]
+    return Section("Certificates", blocks)

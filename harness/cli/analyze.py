@@ -116,6 +116,7 @@ def analyze_command(
     """Estimate the operational axes, damage rates, miss rates, overdispersion, repeats and dollars;
     write the reports (with a certificate section for an --until detect audit, or with --target-p)."""
     check_certificate_options(target_p, confidence, multiplicity)
+    from agentrel.analysis.decisions.certificates import loaded_certificates
     from agentrel.analysis.outputs import write_report, write_summary_json
     from agentrel.analysis.pipeline import analyze
 
@@ -132,11 +133,10 @@ def analyze_command(
     with user_errors(), err.status("analysing") as status:
         result = analyze(loaded, n_boot=bootstrap, seed=seed, progress=lambda m: status.update(m))
         status.update("writing report and figures")
-        written = write_report(result, out_dir, figures=not no_figures)
+        certificates = loaded_certificates(loaded, *rule) if rule is not None else None  # type: ignore[arg-type]
+        written = write_report(result, out_dir, figures=not no_figures, certificates=certificates)
         if json_file is not None:
             written.append(write_summary_json(result, json_file))
-        if rule is not None:
-            written += write_certificates(loaded, out_dir, *rule)
     err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
     from agentrel.analysis.report_paired import power_lines
 
@@ -199,24 +199,6 @@ def certificate_rule(
         multiplicity or rule.multiplicity,
         "the audit's frozen --until detect rule",
     )
-
-
-def write_certificates(
-    loaded: LoadedInput, out_dir: Path, target_p: float, confidence: float, multiplicity: str, source: str
-) -> list[Path]:
-    """Append the certificate section to report.md and write certificates.json beside it."""
-    from agentrel.analysis.decisions.certificates import certificate_report, markdown
-    from agentrel.analysis.decisions.evidence import cell_counts
-    from agentrel.analysis.error_budget import over_budget_cells
-
-    counts = cell_counts(loaded.runs, loaded.invalid, loaded.superseded)
-    over = over_budget_cells(loaded.runs, loaded.invalid, loaded.superseded, loaded.error_budget)
-    report = certificate_report(counts, target_p, confidence, multiplicity, source, over)  # type: ignore[arg-type]
-    with open(out_dir / "report.md", "a", encoding="utf-8") as fh:
-        fh.write("\n" + markdown(report))
-    path = out_dir / "certificates.json"
-    path.write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    return [path]
 
 
 def _suite_size() -> int | None:

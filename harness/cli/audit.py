@@ -35,7 +35,9 @@ def audit(
     ctx: typer.Context,
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", "-m", help=_agents_help() + f" Default: {defaults.MODEL}."),
+        typer.Option(
+            "--model", "-m", help=_agents_help() + f" Default: {defaults.MODEL}.", rich_help_panel="Subjects"
+        ),
     ] = None,
     agent: Annotated[
         list[str] | None,
@@ -92,11 +94,16 @@ def audit(
         ),
     ] = "loopback",
     k: Annotated[
-        int, typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.")
+        int,
+        typer.Option("--k", min=1, help="Runs per (model, task, condition) cell.", rich_help_panel="Matrix"),
     ] = defaults.K,
     tasks: Annotated[
         list[str] | None,
-        typer.Option("--tasks", help="Task id glob(s); repeat or comma-separate. Default: all."),
+        typer.Option(
+            "--tasks",
+            help="Task id glob(s); repeat or comma-separate. Default: all.",
+            rich_help_panel="Matrix",
+        ),
     ] = None,
     condition: Annotated[
         list[str] | None,
@@ -105,6 +112,7 @@ def audit(
             "-c",
             help="clean, noisy, or a YAML file declaring a condition; repeat or comma-separate. "
             "Default: clean.",
+            rich_help_panel="Matrix",
         ),
     ] = None,
     faults: Annotated[
@@ -114,21 +122,28 @@ def audit(
             help="A fault schedule: `standard` (each of restart, lost_response, kill and partition on "
             "every task where its trigger can fire) or a YAML file; each fault run is paired with a "
             "clean twin on the same seed.",
+            rich_help_panel="Matrix",
         ),
     ] = None,
     fault_timeout: Annotated[
         float,
-        typer.Option("--fault-timeout", min=0.1, help="Fault runs: the tool client's transport timeout (s)."),
+        typer.Option(
+            "--fault-timeout",
+            min=0.1,
+            help="Fault runs: the tool client's transport timeout (s).",
+            rich_help_panel="Matrix",
+        ),
     ] = defaults.FAULT_TIMEOUT_S,
     plan: Annotated[
         bool,
         typer.Option(
             "--plan",
             help="Resolve the matrix and write the manifest without running anything (then freeze it).",
+            rich_help_panel="Matrix",
         ),
     ] = False,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.")
+        int, typer.Option("--concurrency", "-j", min=1, help="Runs in flight.", rich_help_panel="Runs")
     ] = defaults.CONCURRENCY,
     results: Annotated[
         Path | None,
@@ -136,10 +151,11 @@ def audit(
             "--results",
             help="Results directory (default results/<models>-k<K>, or results/<env>-<models>-k<K> on an "
             "environment other than the built-in).",
+            rich_help_panel="Output and gates",
         ),
     ] = None,
     max_steps: Annotated[
-        int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.")
+        int, typer.Option("--max-steps", min=1, help="Tool-loop step budget.", rich_help_panel="Runs")
     ] = defaults.MAX_STEPS,
     max_attempts: Annotated[
         int,
@@ -147,6 +163,7 @@ def audit(
             "--max-attempts",
             min=1,
             help="Attempts per run when the provider or the harness fails (every attempt is kept).",
+            rich_help_panel="Runs",
         ),
     ] = defaults.MAX_ATTEMPTS,
     error_budget: Annotated[
@@ -155,10 +172,11 @@ def audit(
             "--error-budget",
             help="Most share of a cell's attempts that may be errored (invalid or retried), frozen with "
             "the matrix; over it the cell is neither certified nor published.",
+            rich_help_panel="Runs",
         ),
     ] = None,
     temperature: Annotated[
-        float, typer.Option("--temperature", help="Sampling temperature.")
+        float, typer.Option("--temperature", help="Sampling temperature.", rich_help_panel="Runs")
     ] = defaults.TEMPERATURE,
     as_json: Annotated[
         bool,
@@ -166,9 +184,12 @@ def audit(
             "--json",
             help="Print the per-cell summary as JSON on standard output (unpriced_events beside dollars; "
             "dollars null when all the damage is unpriced).",
+            rich_help_panel="Output and gates",
         ),
     ] = False,
-    prices: Annotated[Path | None, typer.Option("--prices", help="Token price table (YAML).")] = None,
+    prices: Annotated[
+        Path | None, typer.Option("--prices", help="Token price table (YAML).", rich_help_panel="Runs")
+    ] = None,
     fail_on: Annotated[
         list[str] | None,
         typer.Option(
@@ -176,6 +197,7 @@ def audit(
             help="Exit 6 (after writing everything) when any of these holds: damage (a damaging run), "
             "uncertified (a cell not certified clean; needs --until detect), invalid (a run with an "
             "invalid attempt). Comma-separated or repeated; for CI gates.",
+            rich_help_panel="Output and gates",
         ),
     ] = None,
     report: Annotated[
@@ -183,6 +205,7 @@ def audit(
         typer.Option(
             "--report/--no-report",
             help="Write <results>/analysis/ (report, cells.csv, figures, summary.json) after the runs.",
+            rich_help_panel="Output and gates",
         ),
     ] = True,
     dsn: Dsn = None,

@@ -108,6 +108,8 @@ def publication_lines(results: Path, options: list[str]) -> list[str]:
 
 def next_steps(results: Path, report: bool) -> list[str]:
     """Where to look next."""
+    from agentrel.sandbox.servers.local import default_home
+
     where = shlex.quote(str(results))
     me = command()
     lines = ["Next:"]
@@ -117,7 +119,8 @@ def next_steps(results: Path, report: bool) -> list[str]:
         f"  {me} view {where}      browse every run: verdict, changed rows with their rules, transcript",
         f"  {me} export damages {where} -o damages.csv      every damage event with its price",
         f"  {me} required-k --from {where}      repeats each cell needs to show its damage",
-        f"  {me} sandbox down      stop the private Postgres when done (it stays up for the next audit)",
+        f"  {me} sandbox down      stop the private Postgres when done (it stays up for the next audit;"
+        f" AgentRel's state is in {default_home()}, AGENTREL_HOME moves it)",
         *path_hint(),
     ]
     return lines

@@ -49,7 +49,8 @@ def view_command(
     try:
         sock = bind(port)
     except OSError as exc:
-        raise UsageError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror})") from None
+        hint = "; `--port 0` takes any free port" if port != 0 else ""
+        raise UsageError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror}){hint}") from None
     app = create_folder_app(results, notify) if folder else create_app(results, notify)
     # Index and load the first tasks' dumps while the person opens the browser.
     for view in app.state.views if folder else [app.state.view]:

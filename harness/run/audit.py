@@ -162,6 +162,7 @@ def audit(
         }
         k = stopping.max_runs(len(per_agent), k)
     manifest = build_manifest(
+        request,
         tasks=tasks,
         environment={"name": sandbox.env.name, "fingerprint": sandbox.env.fingerprint()},
         seed_digest=sandbox.seed_template().digest,
@@ -170,15 +171,11 @@ def audit(
         injections=catalogue.digest if catalogue is not None else None,
         k=k,
         agents=[a.config() for a in agents.values()],
-        sampling=request.sampling,
         server_version=sandbox.version(),
-        max_steps=request.max_steps,
-        max_attempts=request.max_attempts,
         faults=schedule.manifest_entry() if schedule is not None else None,
         excluded_cells=excluded,
         # Only with a rule, so audits without one keep their protocol hash.
         stopping=stopping.manifest_entry(len(per_agent)) if stopping is not None else None,
-        error_budget=request.error_budget,  # only when set, so audits without one keep their protocol hash
     )
     rd = ResultsDir(results)
     rd.open()  # the writer's lock and a write probe, before anything is spent

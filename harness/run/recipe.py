@@ -85,16 +85,11 @@ def build_context(
         return for_run(by_name[plan.condition], prepared[plan.task], plan.seed, catalogue)
 
     return RunContext(
+        recipe,
         sandbox,
         prepared,
         agents if agents is not None else resolve_agents(recipe),
-        recipe.protocol_hash,
         load_prices(recipe.request.prices),
-        recipe.request.max_steps,
-        recipe.run_timeout_s,
         conditions=conditions,
-        schedule=recipe.schedule,
         receipts=receipts,
-        fault_timeout_s=recipe.request.fault_timeout_s,
-        frozen_by=recipe.frozen_by,
     )

@@ -18,11 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentrel.dsl.api import RunFacts
 from agentrel.dsl.state import State
-from agentrel.harness import defaults
 from agentrel.harness.agents.base import Agent, AgentError, AgentResult, Episode
 from agentrel.harness.agents.scripted_model import PREFIXES as BUILTIN_MODELS
 from agentrel.harness.conditions.layers import RunCondition
@@ -30,7 +29,7 @@ from agentrel.harness.errors import AuthFailure
 from agentrel.harness.faults.effects import repeated_effects
 from agentrel.harness.faults.injectors import FaultLayer, Injector
 from agentrel.harness.faults.receipts import ReceiptLog
-from agentrel.harness.faults.schedule import ResolvedSchedule, TriggerState
+from agentrel.harness.faults.schedule import TriggerState
 from agentrel.harness.prices import Price, cost
 from agentrel.harness.redact import redact
 from agentrel.harness.results.destroyed import destroyed_verdict
@@ -42,27 +41,27 @@ from agentrel.harness.run.matrix import RunPlan
 from agentrel.harness.run.session import Finished, RunSession, StateUnreadable
 from agentrel.sandbox.sandbox import Sandbox
 
+if TYPE_CHECKING:
+    from agentrel.harness.run.recipe import RunRecipe  # it imports this module
+
 DEFAULT_PARTITION_S = 1.0
 
 
 @dataclass
 class RunContext:
-    """What an executor slot needs to attempt runs: its sandbox, the prepared tasks, the agents."""
+    """What an executor slot attempts runs with: the recipe (plain data, the same in every slot) and the
+    live objects built from it on this slot (its sandbox, the prepared tasks, the agents, the prices, each
+    run's condition layers)."""
 
+    recipe: RunRecipe
     sandbox: Sandbox
     prepared: dict[str, PreparedTask]
     agents: dict[str, Agent]
-    protocol_hash: str
     prices: dict[str, Price]
-    max_steps: int = defaults.MAX_STEPS
-    run_timeout_s: float = 1800.0
     conditions: Callable[[RunPlan], RunCondition] = lambda plan: RunCondition()
-    schedule: ResolvedSchedule | None = None
     # Receipts are fsynced here by the slot that faults, before recovery starts: the one write outside
     # the driver, since the record (which carries them too) is only written once the run has ended.
     receipts: Path | None = None
-    fault_timeout_s: float = defaults.FAULT_TIMEOUT_S
-    frozen_by: str | None = None
 
 
 @dataclass
@@ -88,10 +87,10 @@ def record_head(ctx: RunContext, plan: RunPlan, attempt: int) -> dict[str, Any]:
         "condition": plan.cell_condition,
         "run_index": plan.run_index,
         "seed": plan.seed,
-        "protocol_hash": ctx.protocol_hash,
+        "protocol_hash": ctx.recipe.protocol_hash,
         "environment": ctx.sandbox.env.name,
         "attempt": attempt,
-        "frozen_by": ctx.frozen_by,
+        "frozen_by": ctx.recipe.frozen_by,
         "before_digest": ctx.prepared[plan.task].template.digest,
         "started_at": datetime.now(UTC).strftime(STAMP),
     }
@@ -112,7 +111,7 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
         layers=condition.layers,
         extra_specs=condition.goal_specs,
         fault=fault,
-        fault_timeout_s=ctx.fault_timeout_s,
+        fault_timeout_s=ctx.recipe.request.fault_timeout_s,
     )
     result: AgentResult | None = None
     finished: Finished | None = None
@@ -124,8 +123,15 @@ async def execute(ctx: RunContext, plan: RunPlan, attempt: int = 1) -> Attempt:
             t0 = time.perf_counter()
             result = await _act(
                 agent,
-                Episode(prepared.task, prepared.tools, plan.seed, session.call, ctx.max_steps, plan.run_id),
-                ctx.run_timeout_s,
+                Episode(
+                    prepared.task,
+                    prepared.tools,
+                    plan.seed,
+                    session.call,
+                    ctx.recipe.request.max_steps,
+                    plan.run_id,
+                ),
+                ctx.recipe.run_timeout_s,
             )
             timings.agent_s = time.perf_counter() - t0
             facts = RunFacts(
@@ -229,8 +235,9 @@ def _cost(ctx: RunContext, model: str, kind: str, result: AgentResult | None) ->
 def _fault_layer(ctx: RunContext, plan: RunPlan, attempt: int) -> FaultLayer | None:
     if plan.fault is None:
         return None
-    assert ctx.schedule is not None and ctx.receipts is not None, "a fault run needs the resolved schedule"
-    cell = ctx.schedule.cell(plan.task, plan.fault)
+    schedule = ctx.recipe.schedule
+    assert schedule is not None and ctx.receipts is not None, "a fault run needs the resolved schedule"
+    cell = schedule.cell(plan.task, plan.fault)
     injector = Injector(cell.kind, partition_s=cell.seconds or DEFAULT_PARTITION_S)
     log = ReceiptLog(ctx.receipts / f"{plan.run_id}.{attempt}.jsonl")
     trigger = TriggerState(cell.trigger, ctx.prepared[plan.task].tools)

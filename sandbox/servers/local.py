@@ -44,7 +44,42 @@ FALLBACK_PARENT = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfi
 
 
 def default_home() -> Path:
-    return Path(os.environ.get("AGENTREL_HOME") or Path.cwd() / ".agentrel").absolute()
+    """AGENTREL_HOME, else one place per user ($XDG_STATE_HOME/agentrel, by default
+    ~/.local/state/agentrel): the same cluster, registry and signing key from whichever directory agentrel
+    runs in (a folder-relative default once started a second, empty world in every new directory)."""
+    configured = os.environ.get("AGENTREL_HOME")
+    if configured:
+        return Path(configured).absolute()
+    state = os.environ.get("XDG_STATE_HOME")
+    if not state:
+        try:
+            state = str(Path.home() / ".local" / "state")
+        except RuntimeError:  # no home directory (a service account): only an explicit place will do
+            raise SandboxError(
+                "no home directory to keep AgentRel's state in: set AGENTREL_HOME to a writable directory"
+            ) from None
+    home = (Path(state) / "agentrel").absolute()
+    _say_where_an_older_home_is(home)
+    return home
+
+
+_SAID_OLD_HOME = False
+
+
+def _say_where_an_older_home_is(home: Path) -> None:
+    """Earlier versions kept their state in ./.agentrel: say once that it is no longer used, and how to
+    keep using it, rather than silently starting an empty world beside it."""
+    global _SAID_OLD_HOME
+    old = Path.cwd() / ".agentrel"
+    # The checkout's own .agentrel/ also holds build caches (make test-tau2's venv): only a cluster's
+    # password file or a registry makes it an earlier home.
+    if _SAID_OLD_HOME or old == home or not ((old / "secrets").is_dir() or (old / "registry.jsonl").exists()):
+        return
+    _SAID_OLD_HOME = True
+    notice(
+        f"AgentRel keeps its state in {home} now; {old} holds an earlier cluster, registry and key: "
+        f"`AGENTREL_HOME={old}` keeps using them"
+    )
 
 
 def find_bindir() -> Path:
@@ -210,7 +245,7 @@ class LocalCluster:
                 )
 
     def destroy(self) -> None:
-        """Stop the cluster and delete its files (tests and `make clean`)."""
+        """Stop the cluster and delete its files (tests and `agentrel sandbox destroy`)."""
         self.stop()
         shutil.rmtree(self._root, ignore_errors=True)
         self.secret.remove()

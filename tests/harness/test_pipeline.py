@@ -24,6 +24,8 @@ from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.run.episode import prepare
 from agentrel.harness.run.matrix import RunPlan
 from agentrel.harness.run.pipeline import Next, Pipeline, ToolCall, parse_arguments
+from agentrel.harness.run.recipe import RunRecipe
+from agentrel.harness.run.request import AuditRequest
 from agentrel.harness.run.runner import RunContext, execute, record_attempt
 from agentrel.harness.run.session import RunSession
 from agentrel.harness.tasks import load_suite
@@ -122,6 +124,11 @@ def prepared(sandbox):
     return prepare(sandbox, load_suite(patterns=[TASK])[0])
 
 
+def recipe(**facts):
+    request = AuditRequest(models=("scripted/oracle",), tasks=(TASK,))
+    return RunRecipe(request=request, conditions=[], protocol_hash="test-protocol", **facts)
+
+
 def oracle_steps(prepared):
     return [(step.tool, step.args) for step in prepared.task.oracle.steps]
 
@@ -135,10 +142,10 @@ def test_one_layer_sees_the_same_calls_from_the_runner_prove_and_the_mcp_face(sa
     results = ResultsDir(tmp_path / "r")
     results.open()
     ctx = RunContext(
+        recipe(),
         sandbox,
         {TASK: prepared},
         {"scripted/oracle": ScriptedAgent("oracle")},
-        "test-protocol",
         load_prices(None),
         conditions=lambda plan: RunCondition([runner_layer]),
     )
@@ -177,12 +184,11 @@ def test_an_attempt_lost_with_its_slot_carries_the_same_identity_as_one_that_ran
 
     frozen = "f" * 64
     ctx = RunContext(
+        recipe(frozen_by=frozen),
         sandbox,
         {TASK: prepared},
         {"scripted/oracle": ScriptedAgent("oracle")},
-        "test-protocol",
         load_prices(None),
-        frozen_by=frozen,
     )
     plan = RunPlan("scripted/oracle", TASK, "clean", 1)
     ran = asyncio.run(execute(ctx, plan, 2)).record

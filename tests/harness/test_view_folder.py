@@ -148,3 +148,21 @@ def test_an_injected_audit_name_is_escaped_in_the_index(sandbox, tmp_path):
     with served_folder(folder) as url:
         html = get(url + "/").text
     assert "<script>x" not in html and "&lt;script&gt;x" in html and "<script>alert" not in html
+
+
+def test_a_busy_port_is_one_line_that_names_port_0(sandbox, tmp_path):
+    folder = tmp_path / "results"
+    small_audit(sandbox, folder / "first")
+    busy = bind(0)  # listening: the view cannot have it
+    try:
+        port = str(busy.getsockname()[1])
+        res = subprocess.run(
+            [sys.executable, "-m", "agentrel.harness.cli", "view", str(folder), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        busy.close()
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in res.stderr and "`--port 0`" in res.stderr

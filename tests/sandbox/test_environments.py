@@ -13,7 +13,8 @@ import pytest
 
 from agentrel.analysis.inputs import load_input
 from agentrel.analysis.normalized import InputError
-from agentrel.harness.manifest import build_manifest, manifest_hash
+from agentrel.harness.manifest import build_manifest
+from agentrel.harness.run.request import AuditRequest, manifest_hash
 from agentrel.sandbox.environments import registry
 from agentrel.sandbox.environments.contract import table_info
 from tests.analysis.conftest import record, write_results
@@ -99,6 +100,7 @@ def test_a_task_of_another_environment_is_refused_by_vertical(tmp_path):
 def test_the_manifest_carries_the_environment_so_two_environments_never_share_a_protocol():
     def manifest(name: str, fingerprint: str) -> dict:
         return build_manifest(
+            AuditRequest(max_steps=1, max_attempts=1),
             tasks=[],
             environment={"name": name, "fingerprint": fingerprint},
             seed_digest="s",
@@ -106,10 +108,7 @@ def test_the_manifest_carries_the_environment_so_two_environments_never_share_a_
             conditions=[],
             k=1,
             agents=[],
-            sampling={},
             server_version="v",
-            max_steps=1,
-            max_attempts=1,
         )
 
     a = manifest("agentrel-enterprise", "f" * 64)
