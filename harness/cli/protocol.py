@@ -26,14 +26,25 @@ def freeze(
     by: Annotated[str, typer.Option("--by", help="Who freezes the protocol (kept in freeze.json).")],
     registry: RegistryFile = None,
     key: KeyFile = None,
+    claims: Annotated[
+        Path | None,
+        typer.Option(
+            "--claims",
+            help="A claims file (YAML or JSON): the findings the publication will judge, each a bound on a "
+            "pooled statistic and the held-out pool it is judged on. Copied to claims.json and bound by "
+            "the freeze; refused once the directory holds runs or an earlier freeze.",
+        ),
+    ] = None,
 ) -> None:
     """Write freeze.json (the protocol hash and its parts, who, when) and anchor it with a signed freeze
     entry in the registry. Earlier runs stay evidence, and a directory frozen over runs is never
     published."""
+    from agentrel.harness.protocol.claims import read_claims_file
     from agentrel.harness.protocol.freeze import FREEZE_FILE, anchor, freeze_digest, write_freeze
 
     where, signer = registry_path(registry), signer_of(key)
-    record, wrote = write_freeze(results, by, registry=where, signer=signer)
+    frozen_claims = read_claims_file(claims) if claims is not None else None
+    record, wrote = write_freeze(results, by, registry=where, signer=signer, claims=frozen_claims)
     entry = anchor(results, record, registry=where, signer=signer)  # the one write_freeze appended
     if entry.runs_before:
         err.print(
@@ -48,6 +59,8 @@ def freeze(
         f"(freeze {freeze_digest(record)[:12]})",
         markup=False,
     )
+    if record.claims_hash is not None:
+        out.print(f"claims bound: claims.json {record.claims_hash[:12]}", markup=False)
     out.print(
         f"{where}:{entry.seq + 1}: freeze anchored at {entry.at}, signed by key {signer.public}",
         markup=False,

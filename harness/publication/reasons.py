@@ -66,6 +66,10 @@ REASONS: dict[str, str] = {
     "error_budget_exceeded": "a cell's share of errored attempts (invalid, or replaced by a retry) is "
     "over the frozen error budget (`audit --error-budget`): its valid runs may not be those an undisturbed "
     "audit would have made",
+    "claims_altered": "claims.json is not the preregistered claims the freeze bound (`protocol freeze "
+    "--claims`): they were edited, replaced or removed after the freeze",
+    "claims_unfrozen": "claims.json is in a directory frozen without claims: claims added after the "
+    "freeze are not preregistered",
     "error_budget_unreadable": "the manifest's error budget is not a share in [0, 1)",
 }
 

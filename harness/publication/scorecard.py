@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from agentrel.analysis.claims import ClaimResult
 from agentrel.analysis.faults import FaultReport
 from agentrel.analysis.intervals import clopper_pearson
 from agentrel.analysis.noise_floor import NoiseFloor, combine, pool_floor
@@ -159,6 +160,11 @@ class PublishableScorecard(ProtocolParts):
     # The smallest difference between two agents this matrix can show, and how often a cell's verdict
     # flips between repeats (analysis/noise_floor.py), from `cells`; None on scorecards made before it.
     noise_floor: NoiseFloor | None = None
+    # The preregistered claims the freeze bound (its `claims_hash`), each judged by its frozen criterion
+    # on its held-out pool (analysis/claims.py): the confirmatory findings. Everything else the scorecard
+    # shows is exploratory. None when no claims were frozen.
+    claims_hash: str | None = None
+    claims: tuple[ClaimResult, ...] | None = None
     signed_by: str | None = Field(default=None, pattern=PUBLIC_PATTERN)  # the publisher's public key
     signature: str | None = Field(default=None, pattern=SIG_PATTERN)
 
@@ -171,6 +177,8 @@ class PublishableScorecard(ProtocolParts):
         for name in IDENTITY:
             if getattr(self, name) != getattr(self.proof, name):
                 raise ValueError(f"{name} is not the proof's")
+        if (self.claims is None) != (self.claims_hash is None):
+            raise ValueError("claims are judged exactly when the freeze bound claims (claims_hash)")
         if self.faults is not None and not self.faults.complete:
             raise ValueError("fault scores over an incomplete schedule are bounds, not scores")
         env = self.execution_environment
@@ -228,6 +236,8 @@ class PublishableScorecard(ProtocolParts):
         axes_note: str | None = None,
         faults: FaultReport | None = None,
         certificates: Sequence[CellCertificate] = (),
+        claims_hash: str | None = None,
+        claims: Sequence[ClaimResult] | None = None,
     ) -> PublishableScorecard:
         if not proof.eligible:
             raise ValueError("a scorecard needs an eligible proof; an ineligible matrix is evidence only")
@@ -271,6 +281,8 @@ class PublishableScorecard(ProtocolParts):
                 noise_floor=_noise_floor(cell_rates, alpha),
                 faults=faults,
                 certificates=tuple(certificates),
+                claims_hash=claims_hash,
+                claims=tuple(claims) if claims is not None else None,
                 axes=tuple(axes) if axes is not None else None,
                 axes_note=axes_note,
                 # Plain data, validated in one pass of pydantic-core: 100,000 models built one by one in
