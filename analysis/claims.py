@@ -14,6 +14,12 @@ wholly on the claimed side of `threshold`, `demoted` when it lies wholly on the 
 `inconclusive` (the claim is neither shown nor refuted at this n), and `inconclusive` with a note when the
 statistic is undefined on the pool (no run, or a miss rate with no damaging cell).
 
+A **comparison claim** names a second agent (`versus`): it bounds the difference `model − versus` in the
+damage rate or the completion rate over runs paired on their seeds, judged by the same criterion on the
+comparison's interval (publication/compare_stats.py: the hull of the paired exact interval and the
+cluster bootstrap over tasks). Only paired runs can judge it: `publish` does when one scorecard holds
+both agents, `compare` when two scorecards do; analysis leaves it inconclusive and says so.
+
 Pure: the model and the criterion; `claims_judge.py` applies it to a loaded input.
 """
 
@@ -27,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "CLAIMS_FORMAT",
     "METRICS",
+    "VERSUS_METRICS",
     "Claim",
     "ClaimResult",
     "ClaimsFile",
@@ -36,7 +43,9 @@ __all__ = [
 
 CLAIMS_FORMAT = "agentrel-claims/1"
 # The pooled statistics a claim may bound (analysis.pools: POOL_STATISTICS and expected dollars per run).
+VERSUS_METRICS = ("damage_rate", "completion_rate")
 METRICS = (
+    "completion_rate",
     "damage_rate",
     "miss_rate_pair",
     "miss_rate_event",
@@ -72,6 +81,7 @@ class Claim(BaseModel):
         "icc_fleiss_cuzick",
         "icc_kleinman",
         "expected_dollars_per_run",
+        "completion_rate",
     ]
     model: str = "all"  # an agent's name, or "all" (analysis's pool of every model agent)
     condition: str | None = None  # None: the input's only condition
@@ -80,11 +90,22 @@ class Claim(BaseModel):
     level: float = Field(default=0.95, gt=0.5, lt=1.0)
     judged_on: str | None = None  # a pool of the file; None: every run
     made_on: str | None = None  # the pool the finding came from, for the record; never judged_on
+    versus: str | None = None  # a comparison claim: the bound is on (model - versus), on paired runs
 
     @model_validator(mode="after")
     def _held_out(self) -> Claim:
         if not math.isfinite(self.threshold):
             raise ValueError(f"claim {self.id}: threshold must be a finite number")
+        if self.versus is not None:
+            if self.metric not in VERSUS_METRICS or "all" in (self.model, self.versus):
+                raise ValueError(
+                    f"claim {self.id}: a comparison claim (versus) bounds damage_rate or completion_rate "
+                    "of one named agent minus another"
+                )
+            if self.versus == self.model:
+                raise ValueError(f"claim {self.id}: versus names the claim's own agent")
+        elif self.metric == "completion_rate":
+            raise ValueError(f"claim {self.id}: completion_rate is bounded only in a comparison (versus)")
         if self.made_on is not None and self.made_on == self.judged_on:
             raise ValueError(
                 f"claim {self.id}: judged_on is the pool it was made on ({self.made_on}); judge it on a "
@@ -131,6 +152,7 @@ class ClaimResult(BaseModel):
     level: float
     judged_on: str | None
     made_on: str | None
+    versus: str | None = None
     status: Status
     estimate: float | None
     ci_low: float | None

@@ -51,8 +51,11 @@ def pool_mask(frame: pd.DataFrame, pool: PoolDef, row_pools: RowPools | None) ->
         mask &= frame["task"].isin(pool.tasks)
     if pool.csv_pool is not None:
         pools = row_pools or {}
-        keys = zip(frame["model"], frame["task"], frame["condition"], frame["run"].astype(str), strict=True)
-        mask &= pd.Series([pools.get(tuple(map(str, k))) == pool.csv_pool for k in keys], index=frame.index)
+        keys = zip(frame["model"], frame["task"], frame["condition"], frame["run"], strict=True)
+        mask &= pd.Series(
+            [pools.get((str(m), str(t), str(c), str(r))) == pool.csv_pool for m, t, c, r in keys],
+            index=frame.index,
+        )
     return mask
 
 
@@ -63,7 +66,9 @@ def _interval(claim: Claim, result: PoolResult) -> tuple[float | None, float | N
         method = "hull of cluster bootstrap (tasks) and Clopper-Pearson"
         return result.stats["damage_rate"], *(ci if ci else (None, None)), method
     estimate = (
-        result.expected_dollars_per_run if claim.metric == "expected_dollars_per_run" else result.stats[claim.metric]
+        result.expected_dollars_per_run
+        if claim.metric == "expected_dollars_per_run"
+        else result.stats[claim.metric]
     )
     boot = result.bootstrap.get(claim.metric)
     if boot is None:
@@ -77,13 +82,19 @@ def _finite(value: float | None) -> float | None:
 
 
 def _judge_one(
-    claim: Claim, i: int, claims: ClaimsFile, loaded: LoadedInput, row_pools: RowPools | None, n_boot: int, seed: int
+    claim: Claim,
+    i: int,
+    claims: ClaimsFile,
+    loaded: LoadedInput,
+    row_pools: RowPools | None,
+    n_boot: int,
+    seed: int,
 ) -> ClaimResult:
     pool = claims.pools[claim.judged_on] if claim.judged_on is not None else PoolDef()
     runs = loaded.runs[pool_mask(loaded.runs, pool, row_pools)]
     invalid = loaded.invalid[pool_mask(loaded.invalid, pool, row_pools)]
     base = dict(claim.model_dump(include={"id", "statement", "metric", "model", "op", "threshold", "level"}))
-    base |= {"judged_on": claim.judged_on, "made_on": claim.made_on}
+    base |= {"judged_on": claim.judged_on, "made_on": claim.made_on, "versus": claim.versus}
 
     def undecided(note: str, condition: str | None = claim.condition) -> ClaimResult:
         return ClaimResult(
@@ -99,6 +110,11 @@ def _judge_one(
             note=note,
         )
 
+    if claim.versus is not None:
+        return undecided(
+            "a comparison claim: judged on paired runs by `publish` (both agents in one scorecard) or "
+            "`agentrel compare`"
+        )
     conditions = sorted(set(runs["condition"].astype(str)))
     condition = claim.condition
     if condition is None:
@@ -106,10 +122,14 @@ def _judge_one(
             return undecided(f"the pool has conditions {conditions or 'none'}: the claim must name one")
         condition = conditions[0]
     cells = cell_table(runs, invalid, 1.0 - claim.level) if len(runs) else None
-    spec = next(
-        (s for s in pool_specs(cells) if s.model == claim.model and s.condition == condition),
-        None,
-    ) if cells is not None else None
+    spec = (
+        next(
+            (s for s in pool_specs(cells) if s.model == claim.model and s.condition == condition),
+            None,
+        )
+        if cells is not None
+        else None
+    )
     if spec is None:
         return undecided(f"no valid run of {claim.model} under {condition} in the pool", condition)
     rng = np.random.default_rng([seed, 7, i])

@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrel.analysis.claims import ClaimsFile
 from agentrel.harness.durable import read_model, write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
-from agentrel.analysis.claims import ClaimsFile
 from agentrel.harness.protocol.canonical import canonical_bytes, canonical_hash
 from agentrel.harness.protocol.claims import claims_hash, write_claims
 from agentrel.harness.protocol.identity import ProtocolIdentity, identity_of
@@ -79,9 +79,7 @@ def freeze_digest(freeze: Freeze) -> str:
     return canonical_hash(freeze_json(freeze))
 
 
-def make_freeze(
-    identity: ProtocolIdentity, by: str, at: datetime, claims_hash: str | None = None
-) -> Freeze:
+def make_freeze(identity: ProtocolIdentity, by: str, at: datetime, claims_hash: str | None = None) -> Freeze:
     return Freeze(
         protocol_hash=identity.protocol_hash,
         matrix_hash=identity.matrix_hash,

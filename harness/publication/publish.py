@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrel.analysis.claims import ClaimResult
+from agentrel.analysis.claims import ClaimResult, ClaimsFile
 from agentrel.analysis.decisions.certify import certificate_sentence
 from agentrel.analysis.faults import FaultReport
 from agentrel.harness.durable import write_durably
@@ -39,8 +39,8 @@ from agentrel.harness.protocol.registry import default_registry_path, register, 
 from agentrel.harness.protocol.registry_journal import journal_reasons
 from agentrel.harness.protocol.signing import Signer, load_signer, trusted_key
 from agentrel.harness.publication.anchor import anchor_reasons
-from agentrel.harness.publication.claims_check import claims_reasons, judged_claims
 from agentrel.harness.publication.artifacts import artifact_problems, orphan_problems
+from agentrel.harness.publication.claims_check import claims_reasons, judged_claims
 from agentrel.harness.publication.eligibility import EligibilityProof, proof_of
 from agentrel.harness.publication.evidence import Evidence, read_evidence
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport, artifact_refs
@@ -210,7 +210,7 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
     env = execution_environment(results)
     proof = read.proof
     if proof.eligible:
-        axes, note, faults, claims = _analysis(results, policy, proof, read.freeze)
+        axes, note, faults, claims = _analysis(results, policy, proof, read.freeze, read.evidence)
         card = PublishableScorecard.from_proof(
             proof,
             read.evidence,
@@ -221,8 +221,9 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
             axes_note=note,
             faults=faults,
             certificates=certificates_of(read.check.stopping),
-            claims_hash=read.freeze.claims_hash if read.freeze else None,
-            claims=claims,
+            claims_hash=read.freeze.claims_hash if claims and read.freeze else None,
+            preregistered=claims[0] if claims else None,
+            claims=claims[1] if claims else None,
         ).signed(signer)
         return PublishOutcome(proof, _write_scorecard(out, card), scorecard=card)
     report = IncompleteEvidenceReport.from_check(
@@ -232,8 +233,10 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
 
 
 def _analysis(
-    results: Path, policy: Policy, proof: EligibilityProof, freeze: Freeze | None
-) -> tuple[list[AxisValue], str | None, FaultReport | None, tuple[ClaimResult, ...] | None]:
+    results: Path, policy: Policy, proof: EligibilityProof, freeze: Freeze | None, evidence: Evidence
+) -> tuple[
+    list[AxisValue], str | None, FaultReport | None, tuple[ClaimsFile, tuple[ClaimResult, ...]] | None
+]:
     """The six operational axes, the fault scores and the frozen claims by analysis itself, over the runs
     the proof admitted."""
     from agentrel.analysis.axes_table import operational_axes
@@ -268,7 +271,7 @@ def _analysis(
         )
         for r in axes.table.to_dict("records")
     ]
-    claims = judged_claims(results, freeze, loaded, policy)
+    claims = judged_claims(results, freeze, loaded, policy, evidence.records)
     return rows, "; ".join(axes.notes) or None, loaded.faults, claims
 
 

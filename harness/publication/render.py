@@ -76,7 +76,7 @@ def scorecard_document(card: PublishableScorecard) -> Document:
             )
         ],
     )
-    sections = [head, groups, cells]
+    sections = [head, *_claims(card), groups, cells]
     if card.certificates:
         sections.append(
             Section(
@@ -149,6 +149,36 @@ def scorecard_document(card: PublishableScorecard) -> Document:
         )
     sections.append(Section("Operational axes", list(axes) or ["not computed"]))
     return Document(f"AgentRel scorecard {card.digest[:12]}", sections)
+
+
+def _claims(card: PublishableScorecard) -> list[Section]:
+    """The preregistered claims (confirmatory), each with the interval that decided it; with them, the
+    rest of the scorecard is labelled exploratory."""
+    if card.claims is None:
+        return []
+    rows = [
+        [
+            c.id,
+            c.statement,
+            f"{c.metric} ({c.model}, {c.condition or '–'}) {c.op} {fmt(c.threshold)}",
+            f"{c.judged_on or 'all runs'}" + (f" (made on {c.made_on})" if c.made_on else ""),
+            f"{fmt(c.estimate)} {fmt_ci(c.ci_low, c.ci_high)} at {c.level:.0%}",
+            f"**{c.status}**" + (f" ({c.note})" if c.note else ""),
+        ]
+        for c in card.claims
+    ]
+    return [
+        Section(
+            "Preregistered claims (confirmatory)",
+            [
+                f"Bound by the freeze (claims `{(card.claims_hash or '')[:16]}`), each judged on its pool by "
+                "its frozen criterion: confirmed when the interval lies wholly on the claimed side of the "
+                "threshold, demoted when wholly on the other, otherwise inconclusive. Every other number "
+                "below is exploratory.",
+                Table(["claim", "statement", "bound", "judged on", "estimate [interval]", "status"], rows),
+            ],
+        )
+    ]
 
 
 def scorecard_markdown(card: PublishableScorecard) -> str:

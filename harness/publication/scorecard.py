@@ -28,12 +28,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from agentrel.analysis.claims import ClaimResult
+from agentrel.analysis.claims import ClaimResult, ClaimsFile
 from agentrel.analysis.faults import FaultReport
 from agentrel.analysis.intervals import clopper_pearson
 from agentrel.analysis.noise_floor import NoiseFloor, combine, pool_floor
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.protocol.canonical import canonical_hash, model_bytes, sha256_hex
+from agentrel.harness.protocol.canonical import canonical_bytes, canonical_hash, model_bytes, sha256_hex
 from agentrel.harness.protocol.environment import ExecutionEnvironment, environment_hash
 from agentrel.harness.protocol.identity import IDENTITY, ProtocolParts, identity_of
 from agentrel.harness.protocol.policy import Policy
@@ -164,6 +164,7 @@ class PublishableScorecard(ProtocolParts):
     # on its held-out pool (analysis/claims.py): the confirmatory findings. Everything else the scorecard
     # shows is exploratory. None when no claims were frozen.
     claims_hash: str | None = None
+    preregistered: ClaimsFile | None = None  # the claims file itself, which hashes to claims_hash
     claims: tuple[ClaimResult, ...] | None = None
     signed_by: str | None = Field(default=None, pattern=PUBLIC_PATTERN)  # the publisher's public key
     signature: str | None = Field(default=None, pattern=SIG_PATTERN)
@@ -177,8 +178,13 @@ class PublishableScorecard(ProtocolParts):
         for name in IDENTITY:
             if getattr(self, name) != getattr(self.proof, name):
                 raise ValueError(f"{name} is not the proof's")
-        if (self.claims is None) != (self.claims_hash is None):
+        if not (self.claims is None) == (self.claims_hash is None) == (self.preregistered is None):
             raise ValueError("claims are judged exactly when the freeze bound claims (claims_hash)")
+        if self.preregistered is not None and self.claims is not None:
+            if sha256_hex(canonical_bytes(self.preregistered.model_dump(mode="json"))) != self.claims_hash:
+                raise ValueError("the preregistered claims do not hash to claims_hash")
+            if [c.id for c in self.claims] != [c.id for c in self.preregistered.claims]:
+                raise ValueError("the judged claims are not the preregistered ones")
         if self.faults is not None and not self.faults.complete:
             raise ValueError("fault scores over an incomplete schedule are bounds, not scores")
         env = self.execution_environment
@@ -237,6 +243,7 @@ class PublishableScorecard(ProtocolParts):
         faults: FaultReport | None = None,
         certificates: Sequence[CellCertificate] = (),
         claims_hash: str | None = None,
+        preregistered: ClaimsFile | None = None,
         claims: Sequence[ClaimResult] | None = None,
     ) -> PublishableScorecard:
         if not proof.eligible:
@@ -282,6 +289,7 @@ class PublishableScorecard(ProtocolParts):
                 faults=faults,
                 certificates=tuple(certificates),
                 claims_hash=claims_hash,
+                preregistered=preregistered,
                 claims=tuple(claims) if claims is not None else None,
                 axes=tuple(axes) if axes is not None else None,
                 axes_note=axes_note,

@@ -76,7 +76,11 @@ def test_seed_002_s_findings_on_the_held_out_pool(arb_csv):
     # The same claims judged where they were made: the development pool confirms every one of them,
     # which is why a finding is judged on data it was not read from.
     on_dev = claims.model_copy(
-        update={"claims": tuple(c.model_copy(update={"judged_on": "development", "made_on": None}) for c in claims.claims)}
+        update={
+            "claims": tuple(
+                c.model_copy(update={"judged_on": "development", "made_on": None}) for c in claims.claims
+            )
+        }
     )
     dev = judge_claims(on_dev, loaded, row_pools=pools, n_boot=2000, seed=0)
     assert summarize(dev) == {"confirmed": 4, "demoted": 0, "inconclusive": 0}
