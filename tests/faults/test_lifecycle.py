@@ -106,7 +106,7 @@ def test_a_receipt_log_altered_or_removed_after_the_fact_shows(tmp_path):
 def test_export_faults_writes_the_documented_columns(tmp_path, monkeypatch, capsys):
     results = results_with_faults(tmp_path / "r", lambda cell, rec: rec)
     out = tmp_path / "faults.csv"
-    code, stdout, err = run_cli(["export", "faults", results, "-o", out], monkeypatch, capsys)
+    code, _, err = run_cli(["export", "faults", results, "-o", out], monkeypatch, capsys)
     assert code in (0, None), err
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert list(rows[0]) == [c.name for c in FAULTS.columns] and len(rows) == 6
