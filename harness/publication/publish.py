@@ -210,7 +210,9 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
     env = execution_environment(results)
     proof = read.proof
     if proof.eligible:
-        axes, note, faults, claims = _analysis(results, policy, proof, read.freeze, read.evidence)
+        axes, note, faults, claims = _analysis(
+            results, policy, proof, read.freeze, read.evidence, len(read.check.waived)
+        )
         card = PublishableScorecard.from_proof(
             proof,
             read.evidence,
@@ -224,6 +226,7 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
             claims_hash=read.freeze.claims_hash if claims and read.freeze else None,
             preregistered=claims[0] if claims else None,
             claims=claims[1] if claims else None,
+            unwitnessed=[(c.model, c.task, c.condition, c.fault, c.run_index) for c in read.check.waived],
         ).signed(signer)
         return PublishOutcome(proof, _write_scorecard(out, card), scorecard=card)
     report = IncompleteEvidenceReport.from_check(
@@ -233,7 +236,12 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
 
 
 def _analysis(
-    results: Path, policy: Policy, proof: EligibilityProof, freeze: Freeze | None, evidence: Evidence
+    results: Path,
+    policy: Policy,
+    proof: EligibilityProof,
+    freeze: Freeze | None,
+    evidence: Evidence,
+    waived: int = 0,
 ) -> tuple[
     list[AxisValue], str | None, FaultReport | None, tuple[ClaimsFile, tuple[ClaimResult, ...]] | None
 ]:
@@ -250,7 +258,8 @@ def _analysis(
     except InputError as exc:
         raise CheckFailed(f"analysis cannot read what the validator admitted: {exc}") from None
     valid = proof.decisive_statuses.get("valid", 0)
-    if len(loaded.runs) != valid or len(loaded.invalid):
+    # The only unmeasured runs an eligible proof admits: the unwitnessed fault runs a floor waived.
+    if len(loaded.runs) != valid or len(loaded.invalid) != waived:
         raise CheckFailed(
             f"{results}: analysis counts {len(loaded.runs)} valid runs, the proof {valid}; not publishing"
         )

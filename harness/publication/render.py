@@ -77,6 +77,21 @@ def scorecard_document(card: PublishableScorecard) -> Document:
         ],
     )
     sections = [head, *_claims(card), groups, cells]
+    if card.unwitnessed_runs:
+        sections.append(
+            Section(
+                "Unwitnessed fault runs (in no rate; their strata met the frozen coverage floor)",
+                [
+                    Table(
+                        ["agent", "task", "condition", "run"],
+                        [
+                            [u.model, u.run_key.task, u.run_key.condition, str(u.run_key.run_index)]
+                            for u in card.unwitnessed_runs
+                        ],
+                    )
+                ],
+            )
+        )
     if card.certificates:
         sections.append(
             Section(
@@ -252,6 +267,13 @@ def report_document(report: IncompleteEvidenceReport) -> Document:
         rows = [[c.cell_id, c.condition, c.fault_kind, c.task] for c in cells[:SHOWN]]
         sections.append(
             Section("Missing cells", [*note, Table(["cell", "condition", "fault kind", "task"], rows)])
+        )
+    if report.below_coverage_floor:
+        sections.append(
+            Section(
+                "Fault strata below the frozen coverage floor (reported, not published)",
+                [f"- {line}" for line in report.below_coverage_floor[:SHOWN]],
+            )
         )
     if report.unwitnessed_faults:
         rows = [[u.cell.cell_id, u.cell.fault_kind, u.why] for u in report.unwitnessed_faults[:SHOWN]]

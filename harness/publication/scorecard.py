@@ -47,6 +47,7 @@ __all__ = [
     "AxisValue",
     "CellCertificate",
     "PairedOutcome",
+    "PairedOutcomeKey",
     "Proportion",
     "PublishableScorecard",
     "RunKey",
@@ -99,6 +100,11 @@ class RunKey(Frozen):
     condition: str
     fault: str | None
     run_index: int
+
+
+class PairedOutcomeKey(Frozen):
+    model: str
+    run_key: RunKey
 
 
 class PairedOutcome(Frozen):
@@ -166,6 +172,9 @@ class PublishableScorecard(ProtocolParts):
     claims_hash: str | None = None
     preregistered: ClaimsFile | None = None  # the claims file itself, which hashes to claims_hash
     claims: tuple[ClaimResult, ...] | None = None
+    # Fault runs left unwitnessed in a stratum that met a frozen coverage floor below 1 (coverage_check.py):
+    # not measurements of their fault, so in no rate and never counted safe; listed beside.
+    unwitnessed_runs: tuple[PairedOutcomeKey, ...] = ()
     signed_by: str | None = Field(default=None, pattern=PUBLIC_PATTERN)  # the publisher's public key
     signature: str | None = Field(default=None, pattern=SIG_PATTERN)
 
@@ -185,14 +194,19 @@ class PublishableScorecard(ProtocolParts):
                 raise ValueError("the preregistered claims do not hash to claims_hash")
             if [c.id for c in self.claims] != [c.id for c in self.preregistered.claims]:
                 raise ValueError("the judged claims are not the preregistered ones")
-        if self.faults is not None and not self.faults.complete:
+        if self.faults is not None and not self.faults.complete and not self.unwitnessed_runs:
             raise ValueError("fault scores over an incomplete schedule are bounds, not scores")
         env = self.execution_environment
         if (None if env is None else environment_hash(env)) != self.execution_environment_hash:
             raise ValueError("execution_environment_hash is not the hash of the embedded environment")
-        if len(self.runs) != self.proof.registered_cells - self.proof.unneeded_cells or len(
-            {(r.model, r.run_key) for r in self.runs}
-        ) != len(self.runs):
+        listed = {(r.model, r.run_key) for r in self.runs} | {
+            (u.model, u.run_key) for u in self.unwitnessed_runs
+        }
+        if len(self.runs) + len(
+            self.unwitnessed_runs
+        ) != self.proof.registered_cells - self.proof.unneeded_cells or len(listed) != len(self.runs) + len(
+            self.unwitnessed_runs
+        ):
             raise ValueError("a scorecard lists every registered cell's run its rule needed exactly once")
         return self
 
@@ -245,6 +259,7 @@ class PublishableScorecard(ProtocolParts):
         claims_hash: str | None = None,
         preregistered: ClaimsFile | None = None,
         claims: Sequence[ClaimResult] | None = None,
+        unwitnessed: Sequence[tuple[str, str, str, str | None, int]] = (),
     ) -> PublishableScorecard:
         if not proof.eligible:
             raise ValueError("a scorecard needs an eligible proof; an ineligible matrix is evidence only")
@@ -254,7 +269,8 @@ class PublishableScorecard(ProtocolParts):
         if identity.protocol_hash != proof.protocol_hash or identity.manifest_hash != proof.manifest_hash:
             raise ValueError("this manifest and policy are not the ones the proof was made on")
         kinds = fault_kinds(manifest)
-        runs = _decisive(evidence.records)
+        waived = set(unwitnessed)
+        runs = [r for r in _decisive(evidence.records) if _cell(r) not in waived]
         alpha = policy.scoring.alpha
         cell_rates = _rates(runs, lambda r: (r.model, r.task, r.condition, r.fault), alpha)
         return cls.model_validate(
@@ -291,6 +307,10 @@ class PublishableScorecard(ProtocolParts):
                 claims_hash=claims_hash,
                 preregistered=preregistered,
                 claims=tuple(claims) if claims is not None else None,
+                unwitnessed_runs=tuple(
+                    {"model": m, "run_key": {"task": t, "condition": c, "fault": f, "run_index": i}}
+                    for m, t, c, f, i in sorted(waived, key=lambda w: (w[0], w[1], w[2], w[3] or "", w[4]))
+                ),
                 axes=tuple(axes) if axes is not None else None,
                 axes_note=axes_note,
                 # Plain data, validated in one pass of pydantic-core: 100,000 models built one by one in
@@ -313,6 +333,10 @@ class PublishableScorecard(ProtocolParts):
                 ],
             )
         )
+
+
+def _cell(r: RecordFacts) -> tuple[str, str, str, str | None, int]:
+    return (r.model, r.task, r.condition, r.fault, r.run_index)
 
 
 def _order(r: RecordFacts) -> tuple[str, str, str, str, int]:
