@@ -87,6 +87,7 @@ def show(
             **identity.model_dump(),
             "state": state,
             "freeze": freeze_digest(record) if record else None,
+            "claims_hash": record.claims_hash if record else None,
             "recorded_under": recorded.protocol_hash if recorded else None,
         }
         typer.echo(json.dumps(doc, indent=1))
@@ -95,6 +96,9 @@ def show(
         out.print(f"{name:<24} {value}", markup=False)
     detail = f" (by {record.by} at {record.at}, protocol {record.protocol_hash[:12]})" if record else ""
     out.print(f"{'state':<24} {state}{detail}", markup=False)
+    if record is not None:
+        claims = f"claims.json {record.claims_hash}" if record.claims_hash else "none preregistered"
+        out.print(f"{'claims':<24} {claims}", markup=False)
     if recorded is None:
         runs = "nothing audited yet"
     elif recorded == identity:

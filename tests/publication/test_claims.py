@@ -188,6 +188,10 @@ def test_the_cli_freezes_claims_and_names_a_bad_field_in_one_line(tmp_path, regi
     )
     assert code == 0, err
     assert f"claims bound: claims.json {claims_hash(claims_file())[:12]}" in out
+    code, out, _ = run_cli(["protocol", "show", results], monkeypatch, capsys)
+    assert code == 0 and f"claims.json {claims_hash(claims_file())}" in out
+    code, out, _ = run_cli(["protocol", "show", results, "--json"], monkeypatch, capsys)
+    assert json.loads(out)["claims_hash"] == claims_hash(claims_file())
 
 
 VERSUS = {
