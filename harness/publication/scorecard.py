@@ -194,19 +194,21 @@ class PublishableScorecard(ProtocolParts):
                 raise ValueError("the preregistered claims do not hash to claims_hash")
             if [c.id for c in self.claims] != [c.id for c in self.preregistered.claims]:
                 raise ValueError("the judged claims are not the preregistered ones")
+        # An eligible proof admits no unmeasured run but the fault runs a coverage floor set aside, and those
+        # are exactly its not-exposed and not-landed ones: no measured run can be moved out of the rates.
+        aside = sum(self.proof.decisive_statuses.get(s, 0) for s in ("not_exposed", "invalid_injection"))
+        if len(self.unwitnessed_runs) != aside:
+            raise ValueError("unwitnessed_runs are not the runs the proof found not exposed or not landed")
         if self.faults is not None and not self.faults.complete and not self.unwitnessed_runs:
             raise ValueError("fault scores over an incomplete schedule are bounds, not scores")
         env = self.execution_environment
         if (None if env is None else environment_hash(env)) != self.execution_environment_hash:
             raise ValueError("execution_environment_hash is not the hash of the embedded environment")
+        accounted = len(self.runs) + len(self.unwitnessed_runs)
         listed = {(r.model, r.run_key) for r in self.runs} | {
             (u.model, u.run_key) for u in self.unwitnessed_runs
         }
-        if len(self.runs) + len(
-            self.unwitnessed_runs
-        ) != self.proof.registered_cells - self.proof.unneeded_cells or len(listed) != len(self.runs) + len(
-            self.unwitnessed_runs
-        ):
+        if accounted != self.proof.registered_cells - self.proof.unneeded_cells or len(listed) != accounted:
             raise ValueError("a scorecard lists every registered cell's run its rule needed exactly once")
         return self
 

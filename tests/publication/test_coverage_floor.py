@@ -132,3 +132,22 @@ def test_an_unreadable_floor_does_not_publish(tmp_path, registry):
     out = publish(audited(tmp_path / "r", floor="most"))
     assert out.scorecard is None and out.proof.reasons == ("fault_coverage_floor_unreadable",)
     assert "fault_coverage_floor" in out.report.below_coverage_floor[0]
+
+
+def test_a_measured_run_moved_out_of_the_rates_is_refused(tmp_path, registry):
+    """The attack on a published scorecard: move a damaging run into `unwitnessed_runs` (and out of its
+    cell's rate). The proof counts exactly one run not landed, so the scorecard no longer validates."""
+    import json
+
+    from pydantic import ValidationError
+
+    from agentrel.harness.publication.scorecard import PublishableScorecard
+
+    results = audited(tmp_path / "r", floor=0.8, broken={("scripted/oracle", 2): "not_landed"})
+    assert publish(results).scorecard is not None
+    card = json.loads((results / "scorecard.json").read_bytes())
+    damaging = next(r for r in card["runs"] if r["damaged"])
+    card["runs"].remove(damaging)
+    card["unwitnessed_runs"].append({"model": damaging["model"], "run_key": damaging["run_key"]})
+    with pytest.raises(ValidationError, match="not exposed or not landed"):
+        PublishableScorecard.model_validate(card)
