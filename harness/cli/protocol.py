@@ -109,5 +109,57 @@ def show(
     out.print(f"{'recorded under':<24} {runs}", markup=False)
 
 
+@app.command("claims")
+def claims_command(
+    input: Annotated[
+        Path, typer.Argument(help="A results directory or an outcomes CSV (its `pool` column).")
+    ],
+    claims: Annotated[Path, typer.Option("--claims", help="The claims file (YAML or JSON).")],
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Cluster-bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the resamples.")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the judged claims as JSON.")] = False,
+    allow_mixed_protocols: Annotated[
+        bool, typer.Option("--allow-mixed-protocols", help="Pool records of different protocol hashes.")
+    ] = False,
+) -> None:
+    """Judge a claims file on an input now, by its own criterion: to check a claims file before freezing
+    it, or to reproduce a finding on an outcomes CSV. Only claims a freeze bound are confirmatory; this
+    says whether INPUT's freeze bound exactly these."""
+    from agentrel.analysis.claims_judge import csv_row_pools, judge_claims
+    from agentrel.analysis.inputs import load_input
+    from agentrel.analysis.normalized import InputError
+    from agentrel.harness.errors import UserError
+    from agentrel.harness.protocol.claims import claims_hash, read_claims_file
+    from agentrel.harness.protocol.freeze import load_freeze
+
+    cf = read_claims_file(claims)
+    try:
+        loaded = load_input(input, allow_mixed_protocols=allow_mixed_protocols)
+    except InputError as exc:
+        raise UserError(str(exc)) from None
+    pools = csv_row_pools(input) if loaded.kind == "csv" else None
+    judged = judge_claims(cf, loaded, row_pools=pools, n_boot=bootstrap, seed=seed)
+    record = load_freeze(input) if input.is_dir() else None
+    bound = record is not None and record.claims_hash == claims_hash(cf)
+    standing = (
+        "preregistered: the freeze of INPUT binds these claims"
+        if bound
+        else "not bound by a freeze of INPUT: exploratory"
+    )
+    typer.echo(f"agentrel protocol: {claims}: {standing}", err=True)
+    if json_out:
+        typer.echo(json.dumps({"preregistered": bound, "claims": [r.model_dump() for r in judged]}, indent=1))
+        return
+    for r in judged:
+        interval = "n/a" if r.ci_low is None or r.ci_high is None else f"[{r.ci_low:.4g}, {r.ci_high:.4g}]"
+        estimate = "n/a" if r.estimate is None else f"{r.estimate:.4g}"
+        pool = r.judged_on or "all runs"
+        out.print(
+            f"{r.id}: {r.status} ({r.metric} {r.op} {r.threshold:g} on {pool}: {estimate} {interval} at "
+            f"{r.level:.0%}, {r.runs} runs, {r.tasks} tasks)" + (f"; {r.note}" if r.note else ""),
+            markup=False,
+        )
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="protocol")

@@ -268,3 +268,36 @@ def test_a_scorecard_whose_claims_were_swapped_does_not_load(tmp_path, monkeypat
     (a / "scorecard.json").write_bytes(canonical_bytes(card))
     with pytest.raises(Refused, match="do not hash to claims_hash"):
         load_scorecard(a)
+
+
+def test_protocol_claims_judges_a_claims_file_now_and_says_whether_a_freeze_binds_it(
+    tmp_path, registry, monkeypatch, capsys
+):
+    """Seed 002's findings reproduced from the command line on the outcomes CSV (exploratory: no freeze),
+    and a frozen directory's own claims reported as preregistered."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    csv_file, seed_002 = root / "tests/data/arb_outcomes.csv", root / "examples/claims/arb-seed-002.yaml"
+    code, out, err = run_cli(
+        ["protocol", "claims", csv_file, "--claims", seed_002, "--json"], monkeypatch, capsys
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["preregistered"] is False and "exploratory" in err
+    assert [c["status"] for c in doc["claims"]] == [
+        "inconclusive",
+        "inconclusive",
+        "confirmed",
+        "inconclusive",
+    ]
+    results, _ = frozen_with_claims(tmp_path / "r")
+    frozen = tmp_path / "claims.json"
+    frozen.write_bytes(claims_bytes(claims_file()))
+    code, out, err = run_cli(
+        ["protocol", "claims", results, "--claims", frozen, "--json", "--allow-mixed-protocols"],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 0, err
+    assert json.loads(out)["preregistered"] is True and "preregistered" in err
