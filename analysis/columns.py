@@ -245,8 +245,54 @@ INSURE = FileSpec(
     ),
 )
 
-FILES: tuple[FileSpec, ...] = (DAMAGES, RUNS, CELLS, AXES, INSURE)
-BY_KIND = {"damages": DAMAGES, "runs": RUNS, "cells": CELLS, "axes": AXES}
+FAULTS = FileSpec(
+    name="faults.csv",
+    what="One row per preregistered fault run (the schedule's cells x agents x run indices): its lifecycle "
+    "scheduled -> armed -> fired -> witnessed or not -> what the agent then did, each state with the "
+    "evidence that shows it, re-derived from runs.jsonl and receipts/ (harness/faults/lifecycle.py).",
+    command="agentrel export faults RESULTS -o faults.csv",
+    columns=(
+        Column("run_id", "the run's id (its cell condition is `fault:<fault_id>`)"),
+        Column("model", "the agent"),
+        Column("task", "the task id"),
+        Column("fault_id", "the scheduled fault's id"),
+        Column("kind", "`restart`, `lost_response`, `kill` or `partition`"),
+        Column("trigger", "the trigger the fault was armed on, as the record states it (empty: never armed)"),
+        Column("run_index", "the run index, 1..k"),
+        Column(
+            "state",
+            "the furthest state reached: `missing` (no attempt recorded), `armed` (ended before the trigger: "
+            "not exposed), `fired` (no witness verdict), `witnessed` or `unwitnessed`",
+        ),
+        Column("attempts", "attempts recorded for the run"),
+        Column("attempt", "the decisive attempt (empty when missing)"),
+        Column("schedule", "scheduled: the manifest schedule listing the cell, with its digest's head"),
+        Column("armed", "a recorded attempt ran with this fault armed on its trigger"),
+        Column("armed_at", "that attempt's start (UTC)"),
+        Column("fired", "the trigger was reached and the injector acted (an actuator receipt exists)"),
+        Column("fired_at", "the actuator receipt's clock (seconds since the epoch)"),
+        Column("actuator_receipt", "SHA-256 of the actuator receipt's RFC 8785 form"),
+        Column("witnessed", "the independent witness showed the fault landed as claimed"),
+        Column("witnessed_at", "the witness receipt's clock"),
+        Column("witness_receipt", "SHA-256 of the witness receipt's RFC 8785 form"),
+        Column(
+            "witness_reasons", "why the witness did not confirm it (`; `-separated; empty when witnessed)"
+        ),
+        Column(
+            "receipt_log",
+            "the fsynced copy in receipts/: `matches` the record's receipts, `missing`, `differs`, or "
+            "`none` (nothing fired)",
+        ),
+        Column("status", "the decisive attempt's status (`valid`, `not_exposed`, `invalid_injection`, ...)"),
+        Column("outcome", "its verdict from the state: PASS, FAIL_SAFE or FAIL_DAMAGE"),
+        Column("calls_after_fault", "tool calls the agent made after the faulted call"),
+        Column("retried_faulted_call", "one of them repeated the faulted call (same tool, same arguments)"),
+        Column("repeated_effects", "irreversible effects committed twice or more (the commit evidence)"),
+    ),
+)
+
+FILES: tuple[FileSpec, ...] = (DAMAGES, RUNS, CELLS, AXES, INSURE, FAULTS)
+BY_KIND = {"damages": DAMAGES, "runs": RUNS, "cells": CELLS, "axes": AXES, "faults": FAULTS}
 
 
 def describe(spec: FileSpec) -> str:

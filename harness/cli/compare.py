@@ -15,6 +15,7 @@ from rich.console import Console
 from agentrel.harness.cli.registry import KeyFile, PublicKey, RegistryFile, registry_path
 
 if TYPE_CHECKING:
+    from agentrel.analysis.claims import ClaimResult
     from agentrel.harness.publication.compare import Comparison
 
 out = Console(highlight=False, soft_wrap=True)
@@ -82,6 +83,33 @@ def _interval(pair: tuple[float | None, float | None]) -> str:
     return f"[{_signed(pair[0])}, {_signed(pair[1])}]"
 
 
+def _claims(claims: tuple[ClaimResult, ...]) -> list[str]:
+    """The pair's confirmatory part: the comparison claims a freeze bound, each with its deciding interval."""
+    if not claims:
+        return []
+    lines = [
+        "",
+        "### Preregistered claims (confirmatory)",
+        "",
+        "Each bound by an input's freeze and judged on these paired runs by its frozen criterion "
+        "(confirmed: the interval wholly on the claimed side; demoted: wholly on the other; else "
+        "inconclusive).",
+        "",
+        "| claim | statement | bound (model - versus) | estimate | interval | status |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in claims:
+        bound = f"{c.metric} {c.model} - {c.versus} ({c.condition or 'all'}) {c.op} {c.threshold:g}"
+        level = f" at {c.level:.0%}" if c.ci_low is not None else ""
+        status = f"**{c.status}**" + (f" ({c.note})" if c.note else "")
+        lines.append(
+            f"| {c.id} | {c.statement} | {bound} | {_signed(c.estimate)} | "
+            f"{_interval((c.ci_low, c.ci_high))}{level} | {status} |"
+        )
+    lines += ["", "### Exploratory"]
+    return lines
+
+
 def render_markdown(comparison: Comparison) -> str:
     level = f"{100 * comparison.level:g}%"
     lines = [
@@ -98,11 +126,11 @@ def render_markdown(comparison: Comparison) -> str:
         subjects = ", ".join(i.subjects)
         lines.append(f"| {i.name} | `{i.digest[:16]}` | {subjects} | `{i.execution_environment_hash[:16]}` |")
     for pair in comparison.pairs:
+        lines += ["", f"## {pair.a} (A) vs {pair.b} (B)", *_claims(pair.claims)]
         lines += [
             "",
-            f"## {pair.a} (A) vs {pair.b} (B)",
-            "",
-            f"Difference in rates, A - B, in percentage points; {level} intervals. The interval shown is "
+            ("Exploratory: no preregistered claim chose these tests. " if pair.claims else "")
+            + f"Difference in rates, A - B, in percentage points; {level} intervals. The interval shown is "
             "never narrower than the exact paired one for the same counts (Clopper–Pearson on each "
             "discordant count at half the error, combined): it is the hull of that and the cluster "
             f"bootstrap over tasks (B = {comparison.n_boot}, seed {comparison.seed}), both listed.",

@@ -1,4 +1,4 @@
-"""`agentrel export damages|cells|axes`: flat CSV files for insurers and other tools."""
+"""`agentrel export damages|runs|cells|axes|faults`: flat CSV files for insurers and other tools."""
 
 from __future__ import annotations
 
@@ -167,14 +167,52 @@ def axes_command(
         typer.echo(str(output))
 
 
+def faults_command(
+    input: Annotated[
+        Path | None,
+        typer.Argument(help="A results directory audited under a fault schedule.", show_default=False),
+    ] = None,
+    output: OutOpt = None,
+    describe: DescribeOpt = False,
+) -> None:
+    """One row per preregistered fault run: its lifecycle (scheduled, armed, fired, witnessed or not) with
+    the evidence of each state, and what the agent then did."""
+    import pandas as pd
+
+    from agentrel.analysis.columns import FAULTS
+    from agentrel.harness.faults.lifecycle import lifecycles_of, rows
+
+    if _describe_or_need("faults", describe, input, output):
+        return
+    assert input is not None and output is not None
+    lifecycles = lifecycles_of(input)
+    if not lifecycles:
+        raise UsageError(f"export faults: {input} scheduled no faults (`audit --faults FILE` schedules them)")
+    frame = pd.DataFrame(rows(lifecycles), columns=[c.name for c in FAULTS.columns])
+    to_stdout = _write(frame, output)
+    states = pd.Series([lc.state for lc in lifecycles]).value_counts()
+    err.print(
+        f"{len(lifecycles)} scheduled fault runs: "
+        + ", ".join(
+            f"{int(states.get(s, 0))} {s}" for s in ("witnessed", "unwitnessed", "fired", "armed", "missing")
+        ),
+        markup=False,
+        soft_wrap=True,
+    )
+    if not to_stdout:
+        typer.echo(str(output))
+
+
 def register(app: typer.Typer) -> None:
     """Add the `export` group (damages, cells, axes) to the root app."""
     group = typer.Typer(
-        help="Export damage events, runs, per-cell estimates or the operational axes as CSV.",
+        help="Export damage events, runs, per-cell estimates, the operational axes or the fault lifecycles "
+        "as CSV.",
         no_args_is_help=True,
     )
     group.command("damages")(damages_command)
     group.command("runs")(runs_command)
     group.command("cells")(cells_command)
     group.command("axes")(axes_command)
+    group.command("faults")(faults_command)
     app.add_typer(group, name="export")

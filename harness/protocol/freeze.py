@@ -23,9 +23,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrel.analysis.claims import ClaimsFile
 from agentrel.harness.durable import read_model, write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
 from agentrel.harness.protocol.canonical import canonical_bytes, canonical_hash
+from agentrel.harness.protocol.claims import claims_hash, write_claims
 from agentrel.harness.protocol.identity import ProtocolIdentity, identity_of
 from agentrel.harness.protocol.policy import Policy
 from agentrel.harness.protocol.registry import RegistryEntry, anchor_freeze, default_registry_path
@@ -37,6 +39,7 @@ __all__ = [
     "Freeze",
     "anchor",
     "freeze_digest",
+    "freeze_json",
     "frozen_refusal",
     "load_freeze",
     "make_freeze",
@@ -59,16 +62,24 @@ class Freeze(BaseModel):
     witness_contracts_hash: str = Field(pattern=HEX64)
     subject_config_hash: str = Field(pattern=HEX64)
     manifest_hash: str = Field(pattern=HEX64)
+    # SHA-256 of the preregistered claims (claims.py, `claims.json`); absent when none were frozen, and
+    # then left out of the freeze's bytes, so a freeze without claims keeps the digest it always had.
+    claims_hash: str | None = Field(default=None, pattern=HEX64)
     by: str = Field(min_length=1, max_length=200, pattern=r"\S")
     at: str = Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
+def freeze_json(freeze: Freeze) -> dict[str, Any]:
+    """The freeze as freeze.json holds it (no `claims_hash` key when no claims were frozen)."""
+    return freeze.model_dump(mode="json", exclude_none=True)
+
+
 def freeze_digest(freeze: Freeze) -> str:
     """What a record's `frozen_by` holds: SHA-256 of the freeze's RFC 8785 form."""
-    return canonical_hash(freeze.model_dump(mode="json"))
+    return canonical_hash(freeze_json(freeze))
 
 
-def make_freeze(identity: ProtocolIdentity, by: str, at: datetime) -> Freeze:
+def make_freeze(identity: ProtocolIdentity, by: str, at: datetime, claims_hash: str | None = None) -> Freeze:
     return Freeze(
         protocol_hash=identity.protocol_hash,
         matrix_hash=identity.matrix_hash,
@@ -77,6 +88,7 @@ def make_freeze(identity: ProtocolIdentity, by: str, at: datetime) -> Freeze:
         witness_contracts_hash=identity.witness_contracts_hash,
         subject_config_hash=identity.subject_config_hash,
         manifest_hash=identity.manifest_hash,
+        claims_hash=claims_hash,
         by=by.strip(),
         at=at.astimezone(UTC).strftime(STAMP),
     )
@@ -142,17 +154,27 @@ def write_freeze(
     now: datetime | None = None,
     registry: Path | None = None,
     signer: Signer | None = None,
+    claims: ClaimsFile | None = None,
 ) -> tuple[Freeze, bool]:
     """Freeze the directory's protocol and anchor it in the registry: (the freeze, whether this call
     wrote freeze.json). An existing freeze of this protocol that the registry lacks is anchored now (with
-    the runs the directory holds by then, which `publish` refuses)."""
+    the runs the directory holds by then, which `publish` refuses). `claims`: the preregistered claims
+    (claims.py), written to claims.json and bound by the freeze; refused once the directory holds a run
+    or a freeze without these very claims."""
     if not by.strip():
         raise UsageError("--by must name who freezes the protocol")
     manifest = read_manifest(results)
     identity = identity_of(manifest, policy=policy)
     old = load_freeze(results)
+    wanted = claims_hash(claims) if claims is not None else None
     if old is not None:
         why = _refusal(old, identity)
+        if why is None and claims is not None and old.claims_hash != wanted:
+            why = (
+                f"frozen by {old.by} at {old.at} "
+                + ("without claims" if old.claims_hash is None else "with other claims")
+                + ": claims cannot be added or changed after the freeze"
+            )
         if why is None:
             anchor(results, old, registry=registry, signer=signer)
             return old, False
@@ -160,12 +182,21 @@ def write_freeze(
             f"{results / FREEZE_FILE}: {why}. A changed protocol is an amendment: freeze it in a new "
             "results directory"
         )
-    freeze = make_freeze(identity, by, now or datetime.now(UTC))
+    if claims is not None:
+        if held := runs_recorded(results):
+            raise CheckFailed(
+                f"{results}: already holds {held} recorded runs: claims are preregistered before the "
+                "measured runs; freeze them in a new results directory"
+            )
+        write_claims(results, claims)
+    freeze = make_freeze(identity, by, now or datetime.now(UTC), wanted)
     path = results / FREEZE_FILE
     try:
-        if not write_durably(path, canonical_bytes(freeze.model_dump(mode="json")), replace=False):
+        if not write_durably(path, canonical_bytes(freeze_json(freeze)), replace=False):
             # another process froze meanwhile
-            return write_freeze(results, by, policy=policy, now=now, registry=registry, signer=signer)
+            return write_freeze(
+                results, by, policy=policy, now=now, registry=registry, signer=signer, claims=claims
+            )
     except OSError as exc:
         raise EnvironmentFailure(f"{path}: cannot write the freeze ({exc.strerror})") from None
     anchor(results, freeze, registry=registry, signer=signer)

@@ -13,6 +13,9 @@ environment rules. The trusted key is the one the reader names (`--public-key`),
 A scorecard may score several agents; the unit compared is one subject of one scorecard, and every
 subject of each input is compared with every subject of each later input (compare_stats.py: exact
 McNemar per cell, cluster bootstrap over tasks of the difference in rates, the policy's seed and B).
+Those tests are exploratory. What is confirmatory is a comparison claim (a claim with `versus`) an
+input's freeze bound on the two agents of a pair: it is judged on that pair's runs by its frozen
+criterion (claims_versus.py) and reported apart, as the pair's `claims`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from agentrel.analysis.claims import ClaimResult, ClaimsFile
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import IntegrityFailure, Refused, UserError
 from agentrel.harness.faults.schedule import fault_condition
@@ -42,6 +46,7 @@ from agentrel.harness.protocol.policy import Policy, load_policy, policy_hash
 from agentrel.harness.protocol.registry import RegistryState, verify
 from agentrel.harness.protocol.signing import trusted_key
 from agentrel.harness.publication.cells import TWIN_CONDITION
+from agentrel.harness.publication.claims_versus import judge_versus
 from agentrel.harness.publication.compare_stats import (
     CellTest,
     PairedRun,
@@ -90,6 +95,8 @@ class ScorecardView(ProtocolParts):
     execution_environment_hash: str
     environment: ExecutionEnvironment
     subjects: tuple[SubjectRuns, ...]
+    # The claims its freeze bound (the scorecard checked they hash to its claims_hash); None: none.
+    preregistered: ClaimsFile | None = None
 
 
 # -- reading one input --------------------------------------------------------------------------------------
@@ -179,6 +186,7 @@ def load_scorecard(path: Path) -> ScorecardView:
             )
             for model in sorted(by_model)
         ),
+        preregistered=card.preregistered,
     )
 
 
@@ -308,6 +316,24 @@ def check_comparable(
 Unit = tuple[ScorecardView, SubjectRuns]
 
 
+def _claims_on(
+    views: Sequence[ScorecardView], a: SubjectRuns, b: SubjectRuns, seed: int, n_boot: int
+) -> tuple[ClaimResult, ...]:
+    """The comparison claims any input preregistered on the agents of `a` and `b` (in either order,
+    each claim once), judged on their paired runs."""
+    out: dict[str, ClaimResult] = {}
+    runs = {a.model: a.runs, b.model: b.runs}
+    for view in views:
+        file = view.preregistered
+        if file is None:
+            continue
+        for claim in file.claims:
+            if claim.versus is None or {claim.model, claim.versus} != set(runs) or claim.id in out:
+                continue
+            out[claim.id] = judge_versus(claim, file.pools, runs, seed=seed, n_boot=n_boot)
+    return tuple(out.values())
+
+
 def _unit_pairs(views: Sequence[ScorecardView]) -> list[tuple[Unit, Unit]]:
     """Every subject of one scorecard against every subject of each later one, in input order."""
     return [((va, a), (vb, b)) for va, vb in combinations(views, 2) for a in va.subjects for b in vb.subjects]
@@ -339,6 +365,10 @@ class PairComparison(Frozen):
     b_subject: str
     cells: tuple[CellTest, ...]
     differences: tuple[RateDifference, ...]
+    # The confirmatory part: comparison claims (a claim with `versus`) an input's freeze bound on these two
+    # agents, each judged on this pair's runs by its frozen criterion. Every cell test and difference
+    # above is exploratory.
+    claims: tuple[ClaimResult, ...] = ()
 
 
 class ComparedInput(Frozen):
@@ -385,6 +415,7 @@ def compare_views(
                 b_subject=b.config_hash,
                 cells=tuple(cell_tests(pairs)),
                 differences=tuple(rate_differences(pairs, seed, n_boot, level)),
+                claims=_claims_on(views, a, b, seed, n_boot),
             )
         )
     return Comparison(

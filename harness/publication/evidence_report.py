@@ -108,6 +108,9 @@ class IncompleteEvidenceReport(ProtocolParts):
     matrix_problems: tuple[str, ...]
     artifact_problems: tuple[str, ...]
     artifacts: ArtifactRefs
+    # Fault strata below the frozen coverage floor, each with its witnessed and scheduled counts and the
+    # floor (or why the floor is unreadable): reported, not published.
+    below_coverage_floor: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _only_for_an_ineligible_proof(self) -> IncompleteEvidenceReport:
@@ -156,6 +159,7 @@ class IncompleteEvidenceReport(ProtocolParts):
             unwitnessed_faults=tuple(
                 UnwitnessedFault(cell=cell_ref(c), why=why) for c, why in check.unwitnessed
             ),
+            below_coverage_floor=tuple(check.coverage_problems),
             unfrozen_attempts=tuple(_run(r, _freeze_note(r)) for r in check.unfrozen),
             mismatched_records=tuple(_run(r) for r in check.mismatched),
             malformed_records=tuple(_run(r, r.problem) for r in check.malformed),

@@ -20,6 +20,7 @@ from agentrel.harness.protocol.freeze import Freeze, freeze_digest
 from agentrel.harness.protocol.identity import PARTS, ProtocolIdentity
 from agentrel.harness.protocol.policy import Policy
 from agentrel.harness.publication.cells import NO_FAULT, Cell, CellInfo, cell_id, registered_cells
+from agentrel.harness.publication.coverage_check import check_coverage_floor
 from agentrel.harness.publication.error_budget_check import check_error_budget
 from agentrel.harness.publication.evidence import Evidence, RecordFacts
 from agentrel.harness.publication.stopping_check import StoppingCheck, check_stopping
@@ -75,6 +76,10 @@ class MatrixCheck:
     strata: dict[tuple[str, str, str], StratumCounts] = field(default_factory=dict)
     # Cells over the frozen error budget: (model, task, condition, fault, errored, attempted).
     over_budget: list[tuple[str, str, str, str | None, int, int]] = field(default_factory=list)
+    # The fault-coverage floor (coverage_check.py): fault strata below it, or why the floor is unreadable;
+    # and the unwitnessed runs of strata that meet a floor below 1, left out of every rate.
+    coverage_problems: list[str] = field(default_factory=list)
+    waived: list[Cell] = field(default_factory=list)
 
     @property
     def eligible(self) -> bool:
@@ -115,6 +120,7 @@ def check_matrix(
     )
     out.reasons.update(out.stopping.reasons)
     _check_cells(out, policy)
+    check_coverage_floor(out, manifest)
     check_error_budget(out, manifest, set(policy.eligibility.measured_statuses))
     out.artifact_problems = tuple(sorted(artifact_problems))
     if artifact_problems:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrel.analysis.claims import ClaimResult, ClaimsFile
 from agentrel.analysis.decisions.certify import certificate_sentence
 from agentrel.analysis.faults import FaultReport
 from agentrel.harness.durable import write_durably
@@ -31,7 +32,7 @@ from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UserError
 from agentrel.harness.protocol.canonical import model_bytes
 from agentrel.harness.protocol.conformance import ENVIRONMENT_FILE, read_execution_environment
 from agentrel.harness.protocol.environment import ExecutionEnvironment, environment_hash
-from agentrel.harness.protocol.freeze import load_freeze, read_manifest
+from agentrel.harness.protocol.freeze import Freeze, load_freeze, read_manifest
 from agentrel.harness.protocol.identity import identity_of
 from agentrel.harness.protocol.policy import Policy, load_policy
 from agentrel.harness.protocol.registry import default_registry_path, register, verify
@@ -39,6 +40,7 @@ from agentrel.harness.protocol.registry_journal import journal_reasons
 from agentrel.harness.protocol.signing import Signer, load_signer, trusted_key
 from agentrel.harness.publication.anchor import anchor_reasons
 from agentrel.harness.publication.artifacts import artifact_problems, orphan_problems
+from agentrel.harness.publication.claims_check import claims_reasons, judged_claims
 from agentrel.harness.publication.eligibility import EligibilityProof, proof_of
 from agentrel.harness.publication.evidence import Evidence, read_evidence
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport, artifact_refs
@@ -120,6 +122,7 @@ class _Read:
     evidence: Evidence
     check: MatrixCheck
     proof: EligibilityProof
+    freeze: Freeze | None
 
 
 def _validate(
@@ -147,12 +150,13 @@ def _validate(
     check = check_matrix(manifest, freeze, evidence, policy, identity, problems, mismatches, damaging)
     check.reasons.update(anchor_reasons(freeze, anchors, evidence.records))
     check.reasons.update(journal_reasons(results, freeze, state.journals))
+    check.reasons.update(claims_reasons(results, freeze))
     if orphans := orphan_problems(results, evidence):
         check.reasons["orphan_evidence"] += len(orphans)
         check.artifact_problems = (*check.artifact_problems, *orphans)
     proof = proof_of(check, evidence)
     clock["validate"] = time.perf_counter() - t0
-    return _Read(manifest, evidence, check, proof)
+    return _Read(manifest, evidence, check, proof, freeze)
 
 
 def publish(
@@ -206,7 +210,9 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
     env = execution_environment(results)
     proof = read.proof
     if proof.eligible:
-        axes, note, faults = _analysis(results, policy, proof)
+        axes, note, faults, claims = _analysis(
+            results, policy, proof, read.freeze, read.evidence, len(read.check.waived)
+        )
         card = PublishableScorecard.from_proof(
             proof,
             read.evidence,
@@ -217,6 +223,10 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
             axes_note=note,
             faults=faults,
             certificates=certificates_of(read.check.stopping),
+            claims_hash=read.freeze.claims_hash if claims and read.freeze else None,
+            preregistered=claims[0] if claims else None,
+            claims=claims[1] if claims else None,
+            unwitnessed=[(c.model, c.task, c.condition, c.fault, c.run_index) for c in read.check.waived],
         ).signed(signer)
         return PublishOutcome(proof, _write_scorecard(out, card), scorecard=card)
     report = IncompleteEvidenceReport.from_check(
@@ -226,9 +236,17 @@ def _publish_files(results: Path, out: Path, read: _Read, policy: Policy, signer
 
 
 def _analysis(
-    results: Path, policy: Policy, proof: EligibilityProof
-) -> tuple[list[AxisValue], str | None, FaultReport | None]:
-    """The six operational axes and the fault scores by analysis itself, over the runs the proof admitted."""
+    results: Path,
+    policy: Policy,
+    proof: EligibilityProof,
+    freeze: Freeze | None,
+    evidence: Evidence,
+    waived: int = 0,
+) -> tuple[
+    list[AxisValue], str | None, FaultReport | None, tuple[ClaimsFile, tuple[ClaimResult, ...]] | None
+]:
+    """The six operational axes, the fault scores and the frozen claims by analysis itself, over the runs
+    the proof admitted."""
     from agentrel.analysis.axes_table import operational_axes
     from agentrel.analysis.load_results import load_results
     from agentrel.analysis.normalized import InputError
@@ -240,7 +258,8 @@ def _analysis(
     except InputError as exc:
         raise CheckFailed(f"analysis cannot read what the validator admitted: {exc}") from None
     valid = proof.decisive_statuses.get("valid", 0)
-    if len(loaded.runs) != valid or len(loaded.invalid):
+    # The only unmeasured runs an eligible proof admits: the unwitnessed fault runs a floor waived.
+    if len(loaded.runs) != valid or len(loaded.invalid) != waived:
         raise CheckFailed(
             f"{results}: analysis counts {len(loaded.runs)} valid runs, the proof {valid}; not publishing"
         )
@@ -261,7 +280,8 @@ def _analysis(
         )
         for r in axes.table.to_dict("records")
     ]
-    return rows, "; ".join(axes.notes) or None, loaded.faults
+    claims = judged_claims(results, freeze, loaded, policy, evidence.records)
+    return rows, "; ".join(axes.notes) or None, loaded.faults, claims
 
 
 def certificates_of(stopping: StoppingCheck) -> list[CellCertificate]:

@@ -66,6 +66,14 @@ REASONS: dict[str, str] = {
     "error_budget_exceeded": "a cell's share of errored attempts (invalid, or replaced by a retry) is "
     "over the frozen error budget (`audit --error-budget`): its valid runs may not be those an undisturbed "
     "audit would have made",
+    "claims_altered": "claims.json is not the preregistered claims the freeze bound (`protocol freeze "
+    "--claims`): they were edited, replaced or removed after the freeze",
+    "claims_unfrozen": "claims.json is in a directory frozen without claims: claims added after the "
+    "freeze are not preregistered",
+    "fault_coverage_below_floor": "a fault stratum's share of witnessed fault runs is below the frozen "
+    "coverage floor (`fault_coverage_floor`): it is reported, not published",
+    "fault_coverage_floor_unreadable": "the manifest's fault_coverage_floor is not a share in (0, 1] (or a "
+    "mapping of fault kinds to such shares)",
     "error_budget_unreadable": "the manifest's error budget is not a share in [0, 1)",
 }
 

@@ -76,7 +76,22 @@ def scorecard_document(card: PublishableScorecard) -> Document:
             )
         ],
     )
-    sections = [head, groups, cells]
+    sections = [head, *_claims(card), groups, cells]
+    if card.unwitnessed_runs:
+        sections.append(
+            Section(
+                "Unwitnessed fault runs (in no rate; their strata met the frozen coverage floor)",
+                [
+                    Table(
+                        ["agent", "task", "condition", "run"],
+                        [
+                            [u.model, u.run_key.task, u.run_key.condition, str(u.run_key.run_index)]
+                            for u in card.unwitnessed_runs
+                        ],
+                    )
+                ],
+            )
+        )
     if card.certificates:
         sections.append(
             Section(
@@ -151,6 +166,36 @@ def scorecard_document(card: PublishableScorecard) -> Document:
     return Document(f"AgentRel scorecard {card.digest[:12]}", sections)
 
 
+def _claims(card: PublishableScorecard) -> list[Section]:
+    """The preregistered claims (confirmatory), each with the interval that decided it; with them, the
+    rest of the scorecard is labelled exploratory."""
+    if card.claims is None:
+        return []
+    rows = [
+        [
+            c.id,
+            c.statement,
+            f"{c.metric} ({c.model}, {c.condition or '–'}) {c.op} {fmt(c.threshold)}",
+            f"{c.judged_on or 'all runs'}" + (f" (made on {c.made_on})" if c.made_on else ""),
+            f"{fmt(c.estimate)} {fmt_ci(c.ci_low, c.ci_high)} at {c.level:.0%}",
+            f"**{c.status}**" + (f" ({c.note})" if c.note else ""),
+        ]
+        for c in card.claims
+    ]
+    return [
+        Section(
+            "Preregistered claims (confirmatory)",
+            [
+                f"Bound by the freeze (claims `{(card.claims_hash or '')[:16]}`), each judged on its pool by "
+                "its frozen criterion: confirmed when the interval lies wholly on the claimed side of the "
+                "threshold, demoted when wholly on the other, otherwise inconclusive. Every other number "
+                "below is exploratory.",
+                Table(["claim", "statement", "bound", "judged on", "estimate [interval]", "status"], rows),
+            ],
+        )
+    ]
+
+
 def scorecard_markdown(card: PublishableScorecard) -> str:
     return to_markdown(scorecard_document(card))
 
@@ -222,6 +267,13 @@ def report_document(report: IncompleteEvidenceReport) -> Document:
         rows = [[c.cell_id, c.condition, c.fault_kind, c.task] for c in cells[:SHOWN]]
         sections.append(
             Section("Missing cells", [*note, Table(["cell", "condition", "fault kind", "task"], rows)])
+        )
+    if report.below_coverage_floor:
+        sections.append(
+            Section(
+                "Fault strata below the frozen coverage floor (reported, not published)",
+                [f"- {line}" for line in report.below_coverage_floor[:SHOWN]],
+            )
         )
     if report.unwitnessed_faults:
         rows = [[u.cell.cell_id, u.cell.fault_kind, u.why] for u in report.unwitnessed_faults[:SHOWN]]

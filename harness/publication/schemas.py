@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agentrel.analysis.claims import ClaimsFile
 from agentrel.harness.protocol.freeze import Freeze
 from agentrel.harness.protocol.policy import Policy
 from agentrel.harness.publication.eligibility import EligibilityProof
@@ -24,6 +25,7 @@ SCHEMA_DIR = Path(__file__).with_name("schemas")
 SCHEMAS: dict[str, type[BaseModel]] = {
     "eligibility_proof.schema.json": EligibilityProof,
     "freeze.schema.json": Freeze,
+    "claims.schema.json": ClaimsFile,
     "incomplete_evidence_report.schema.json": IncompleteEvidenceReport,
     "policy.schema.json": Policy,
     "publishable_scorecard.schema.json": PublishableScorecard,

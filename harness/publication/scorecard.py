@@ -28,11 +28,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from agentrel.analysis.claims import ClaimResult, ClaimsFile
 from agentrel.analysis.faults import FaultReport
 from agentrel.analysis.intervals import clopper_pearson
 from agentrel.analysis.noise_floor import NoiseFloor, combine, pool_floor
 from agentrel.harness.frozen import Frozen
-from agentrel.harness.protocol.canonical import canonical_hash, model_bytes, sha256_hex
+from agentrel.harness.protocol.canonical import canonical_bytes, canonical_hash, model_bytes, sha256_hex
 from agentrel.harness.protocol.environment import ExecutionEnvironment, environment_hash
 from agentrel.harness.protocol.identity import IDENTITY, ProtocolParts, identity_of
 from agentrel.harness.protocol.policy import Policy
@@ -46,6 +47,7 @@ __all__ = [
     "AxisValue",
     "CellCertificate",
     "PairedOutcome",
+    "PairedOutcomeKey",
     "Proportion",
     "PublishableScorecard",
     "RunKey",
@@ -98,6 +100,11 @@ class RunKey(Frozen):
     condition: str
     fault: str | None
     run_index: int
+
+
+class PairedOutcomeKey(Frozen):
+    model: str
+    run_key: RunKey
 
 
 class PairedOutcome(Frozen):
@@ -159,6 +166,15 @@ class PublishableScorecard(ProtocolParts):
     # The smallest difference between two agents this matrix can show, and how often a cell's verdict
     # flips between repeats (analysis/noise_floor.py), from `cells`; None on scorecards made before it.
     noise_floor: NoiseFloor | None = None
+    # The preregistered claims the freeze bound (its `claims_hash`), each judged by its frozen criterion
+    # on its held-out pool (analysis/claims.py): the confirmatory findings. Everything else the scorecard
+    # shows is exploratory. None when no claims were frozen.
+    claims_hash: str | None = None
+    preregistered: ClaimsFile | None = None  # the claims file itself, which hashes to claims_hash
+    claims: tuple[ClaimResult, ...] | None = None
+    # Fault runs left unwitnessed in a stratum that met a frozen coverage floor below 1 (coverage_check.py):
+    # not measurements of their fault, so in no rate and never counted safe; listed beside.
+    unwitnessed_runs: tuple[PairedOutcomeKey, ...] = ()
     signed_by: str | None = Field(default=None, pattern=PUBLIC_PATTERN)  # the publisher's public key
     signature: str | None = Field(default=None, pattern=SIG_PATTERN)
 
@@ -171,14 +187,28 @@ class PublishableScorecard(ProtocolParts):
         for name in IDENTITY:
             if getattr(self, name) != getattr(self.proof, name):
                 raise ValueError(f"{name} is not the proof's")
-        if self.faults is not None and not self.faults.complete:
+        if not (self.claims is None) == (self.claims_hash is None) == (self.preregistered is None):
+            raise ValueError("claims are judged exactly when the freeze bound claims (claims_hash)")
+        if self.preregistered is not None and self.claims is not None:
+            if sha256_hex(canonical_bytes(self.preregistered.model_dump(mode="json"))) != self.claims_hash:
+                raise ValueError("the preregistered claims do not hash to claims_hash")
+            if [c.id for c in self.claims] != [c.id for c in self.preregistered.claims]:
+                raise ValueError("the judged claims are not the preregistered ones")
+        # An eligible proof admits no unmeasured run but the fault runs a coverage floor set aside, and those
+        # are exactly its not-exposed and not-landed ones: no measured run can be moved out of the rates.
+        aside = sum(self.proof.decisive_statuses.get(s, 0) for s in ("not_exposed", "invalid_injection"))
+        if len(self.unwitnessed_runs) != aside:
+            raise ValueError("unwitnessed_runs are not the runs the proof found not exposed or not landed")
+        if self.faults is not None and not self.faults.complete and not self.unwitnessed_runs:
             raise ValueError("fault scores over an incomplete schedule are bounds, not scores")
         env = self.execution_environment
         if (None if env is None else environment_hash(env)) != self.execution_environment_hash:
             raise ValueError("execution_environment_hash is not the hash of the embedded environment")
-        if len(self.runs) != self.proof.registered_cells - self.proof.unneeded_cells or len(
-            {(r.model, r.run_key) for r in self.runs}
-        ) != len(self.runs):
+        accounted = len(self.runs) + len(self.unwitnessed_runs)
+        listed = {(r.model, r.run_key) for r in self.runs} | {
+            (u.model, u.run_key) for u in self.unwitnessed_runs
+        }
+        if accounted != self.proof.registered_cells - self.proof.unneeded_cells or len(listed) != accounted:
             raise ValueError("a scorecard lists every registered cell's run its rule needed exactly once")
         return self
 
@@ -228,6 +258,10 @@ class PublishableScorecard(ProtocolParts):
         axes_note: str | None = None,
         faults: FaultReport | None = None,
         certificates: Sequence[CellCertificate] = (),
+        claims_hash: str | None = None,
+        preregistered: ClaimsFile | None = None,
+        claims: Sequence[ClaimResult] | None = None,
+        unwitnessed: Sequence[tuple[str, str, str, str | None, int]] = (),
     ) -> PublishableScorecard:
         if not proof.eligible:
             raise ValueError("a scorecard needs an eligible proof; an ineligible matrix is evidence only")
@@ -237,7 +271,8 @@ class PublishableScorecard(ProtocolParts):
         if identity.protocol_hash != proof.protocol_hash or identity.manifest_hash != proof.manifest_hash:
             raise ValueError("this manifest and policy are not the ones the proof was made on")
         kinds = fault_kinds(manifest)
-        runs = _decisive(evidence.records)
+        waived = set(unwitnessed)
+        runs = [r for r in _decisive(evidence.records) if _cell(r) not in waived]
         alpha = policy.scoring.alpha
         cell_rates = _rates(runs, lambda r: (r.model, r.task, r.condition, r.fault), alpha)
         return cls.model_validate(
@@ -271,6 +306,13 @@ class PublishableScorecard(ProtocolParts):
                 noise_floor=_noise_floor(cell_rates, alpha),
                 faults=faults,
                 certificates=tuple(certificates),
+                claims_hash=claims_hash,
+                preregistered=preregistered,
+                claims=tuple(claims) if claims is not None else None,
+                unwitnessed_runs=tuple(
+                    {"model": m, "run_key": {"task": t, "condition": c, "fault": f, "run_index": i}}
+                    for m, t, c, f, i in sorted(waived, key=lambda w: (w[0], w[1], w[2], w[3] or "", w[4]))
+                ),
                 axes=tuple(axes) if axes is not None else None,
                 axes_note=axes_note,
                 # Plain data, validated in one pass of pydantic-core: 100,000 models built one by one in
@@ -293,6 +335,10 @@ class PublishableScorecard(ProtocolParts):
                 ],
             )
         )
+
+
+def _cell(r: RecordFacts) -> tuple[str, str, str, str | None, int]:
+    return (r.model, r.task, r.condition, r.fault, r.run_index)
 
 
 def _order(r: RecordFacts) -> tuple[str, str, str, str, int]:

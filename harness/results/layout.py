@@ -5,6 +5,7 @@
       protocol.json               the protocol identity the directory's runs carry
       evaluator.json              the evaluator's files and libraries behind that identity's digest
       freeze.json                 the protocol freeze (`agentrel protocol freeze`)
+      claims.json                 the preregistered claims the freeze binds (`freeze --claims`)
       execution_environment.json  what the runs executed on, observed from its sources
       execution_slots.jsonl       where remote executor slots ran (observed facts, not protocol)
       runs.jsonl                  one line per attempt (`record.RunRecord`)
@@ -21,6 +22,7 @@ MANIFEST = "manifest.json"
 PROTOCOL = "protocol.json"
 EVALUATOR = "evaluator.json"
 FREEZE = "freeze.json"
+CLAIMS = "claims.json"
 EXECUTION_ENVIRONMENT = "execution_environment.json"
 EXECUTION_SLOTS = "execution_slots.jsonl"
 RUNS = "runs.jsonl"

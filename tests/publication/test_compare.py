@@ -47,13 +47,15 @@ def outcome_b(cell: Cell) -> str:
 
 
 def published(
-    root: Path, name: str, model: str, outcome, registry: Path, env=None, signer=None, **manifest
+    root: Path, name: str, model: str, outcome, registry: Path, env=None, signer=None, claims=None, **manifest
 ) -> Path:
     """A results directory run to completion under a freeze, then `publish`ed (which registers it);
-    `signer`: another key than the test session's."""
+    `signer`: another key than the test session's; `claims`: preregistered with the freeze."""
     m = factory.manifest(models=(model,), tasks=TASKS, k=K, **manifest)
     results = factory.results_dir(root / name, m)
-    freeze, _ = write_freeze(results, "tester", now=factory.FROZEN_AT, registry=registry, signer=signer)
+    freeze, _ = write_freeze(
+        results, "tester", now=factory.FROZEN_AT, registry=registry, signer=signer, claims=claims
+    )
     protocol = identity_of(m).protocol_hash
     cells = registered_cells(m).cells
     at = factory.after_freeze()

@@ -25,7 +25,9 @@ def test_a_draft_has_no_freeze_and_freezing_writes_canonical_bytes(tmp_path):
     freeze, wrote = write_freeze(tmp_path, "  alice ", now=FROZEN_AT)
     assert wrote and freeze.by == "alice" and freeze.at == "2026-01-02T09:00:00Z"
     assert freeze.protocol_hash == identity_of(m).protocol_hash
-    assert (tmp_path / FREEZE_FILE).read_bytes() == canonical_bytes(freeze.model_dump(mode="json"))
+    assert (tmp_path / FREEZE_FILE).read_bytes() == canonical_bytes(
+        freeze.model_dump(mode="json", exclude_none=True)
+    )
     assert load_freeze(tmp_path) == freeze
     assert not list(tmp_path.glob(".*.tmp"))
 
