@@ -69,7 +69,9 @@ def build_manifest(
         faults=faults,
         excluded_cells=excluded_cells or None,
         stopping=stopping,
-        error_budget=request.error_budget,  # only when set, so audits without one keep their protocol hash
+        # Only when set, so audits without them keep their protocol hash.
+        error_budget=request.error_budget,
+        fault_coverage_floor=request.fault_coverage_floor,
     ).document()
 
 

@@ -39,6 +39,7 @@ REQUEST_FIELDS = [
     "tasks",
     "conditions",
     "faults",
+    "fault_coverage_floor",
     "fault_timeout_s",
     "k",
     "max_steps",
@@ -133,10 +134,30 @@ def test_the_request_refuses_bad_input_in_one_line_naming_the_option():
         ({"models": ("scripted/oracle",), "model_aliases": (("gpt-x", "y"),)}, "is not an audited model"),
         ({"error_budget": 1.0}, "--error-budget is the most"),
         ({"nonsense": 1}, "nonsense: "),
+        ({"fault_coverage_floor": 0.9}, "--fault-coverage-floor goes with --faults"),
+        ({"faults": "standard", "fault_coverage_floor": "kill=1.5"}, "not a share in (0, 1]"),
+        ({"faults": "standard", "fault_coverage_floor": "kill"}, "--fault-coverage-floor kill:"),
     ]:
         with pytest.raises(agentrel.UserError) as caught:
             agentrel.AuditRequest.of(**fields)
         assert message in str(caught.value) and "\n" not in str(caught.value), fields
+
+
+def test_the_fault_coverage_floor_is_a_share_or_one_per_kind_and_joins_the_manifest_only_when_set():
+    from agentrel.harness.manifest import build_manifest
+
+    def floor(text: str) -> object:
+        return agentrel.AuditRequest(faults="standard", fault_coverage_floor=text).fault_coverage_floor
+
+    assert floor("0.9") == 0.9 and floor("kill=0.8, restart=1") == {"kill": 0.8, "restart": 1.0}
+    facts = dict(
+        tasks=[], environment={"name": "e", "fingerprint": "f"}, seed_digest="s", template_digests={},
+        conditions=[], k=1, agents=[], server_version="v",
+    )  # fmt: skip
+    plain = build_manifest(agentrel.AuditRequest(faults="standard"), **facts)
+    floored = build_manifest(agentrel.AuditRequest(faults="standard", fault_coverage_floor=0.9), **facts)
+    assert "fault_coverage_floor" not in plain  # audits without a floor keep their protocol hash
+    assert floored == {**plain, "fault_coverage_floor": 0.9}
 
 
 def test_no_subject_named_means_the_clis_default_model():

@@ -125,6 +125,16 @@ def audit(
             rich_help_panel="Matrix",
         ),
     ] = None,
+    fault_coverage_floor: Annotated[
+        str | None,
+        typer.Option(
+            "--fault-coverage-floor",
+            help="The share of each fault stratum's runs that must be witnessed for it to be published: a"
+            " share (0.9) or KIND=SHARE per fault kind (kill=0.8,restart=1); frozen with the matrix; the"
+            " unwitnessed rest is left out of every rate and listed beside. Default: every one.",
+            rich_help_panel="Matrix",
+        ),
+    ] = None,
     fault_timeout: Annotated[
         float,
         typer.Option(
@@ -395,6 +405,7 @@ def audit(
         tasks=split_list(tasks or [defaults.TASKS]),
         conditions=split_list(condition or [defaults.CONDITION]),
         faults=faults,
+        fault_coverage_floor=fault_coverage_floor,
         fault_timeout_s=fault_timeout,
         k=k,
         max_steps=max_steps,

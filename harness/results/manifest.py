@@ -42,6 +42,8 @@ class Manifest(Frozen):
     excluded_cells: list[dict[str, str]] | None = None  # preregistered exclusions, only when any
     stopping: dict[str, Any] | None = None  # a sequential audit's rule (--until), part of the protocol
     error_budget: float | None = None  # the most a cell's attempts may be errored (--error-budget)
+    # The share of a fault stratum's runs that must be witnessed to publish it (--fault-coverage-floor)
+    fault_coverage_floor: float | dict[str, float] | None = None
 
     def document(self) -> dict[str, Any]:
         """The JSON object written to manifest.json (absent optional parts left out)."""
@@ -52,6 +54,7 @@ class Manifest(Frozen):
             "excluded_cells",
             "stopping",
             "error_budget",
+            "fault_coverage_floor",
         ):
             if out[optional] is None:
                 del out[optional]

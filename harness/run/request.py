@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentrel.analysis.fault_coverage import read_floor
 from agentrel.harness import defaults
 from agentrel.harness.agents.external import ExternalSpec
 from agentrel.harness.errors import UsageError
@@ -38,6 +39,7 @@ OPTION = {
     "tasks": "--tasks",
     "conditions": "--condition",
     "faults": "--faults",
+    "fault_coverage_floor": "--fault-coverage-floor",
     "fault_timeout_s": "--fault-timeout",
     "k": "--k",
     "max_steps": "--max-steps",
@@ -78,6 +80,9 @@ class AuditRequest(BaseModel):
     tasks: tuple[str, ...] = (defaults.TASKS,)  # task id globs
     conditions: tuple[str, ...] = (defaults.CONDITION,)  # names or condition YAML files
     faults: str | None = None  # `standard` or a schedule YAML file
+    # The share of a fault stratum's runs that must be witnessed for it to publish: one share, or one per
+    # fault kind (analysis.fault_coverage); None: every one (the rule before floors).
+    fault_coverage_floor: float | dict[str, float] | None = None
     fault_timeout_s: float = Field(defaults.FAULT_TIMEOUT_S, gt=0)
     # --- how much and how -----------------------------------------------------------------------------
     k: int = defaults.K  # runs per cell (the cap under `until`)
@@ -149,6 +154,27 @@ class AuditRequest(BaseModel):
             raise ValueError(f"unknown --executor {value!r}: choose one of {', '.join(EXECUTORS)}")
         return value
 
+    @field_validator("fault_coverage_floor", mode="before")
+    @classmethod
+    def _coverage_floor(cls, value: Any) -> Any:
+        """A share, `KIND=SHARE,...` (the option's text), or a mapping; each share in (0, 1]."""
+        if value is None:
+            return None
+        try:
+            if isinstance(value, str):
+                pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+                if len(pairs) == 1 and not pairs[0][1]:
+                    value = float(pairs[0][0])
+                else:
+                    value = {kind.strip(): float(share) for kind, sep, share in pairs if sep}
+                    if len(value) != len(pairs):
+                        raise ValueError("give SHARE or KIND=SHARE,...")
+            return read_floor(value)
+        except ValueError as exc:
+            raise ValueError(
+                f"--fault-coverage-floor {value}: {exc} (a share in (0, 1], or KIND=SHARE per fault kind)"
+            ) from None
+
     @field_validator("fail_on")
     @classmethod
     def _fail_on(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -219,6 +245,12 @@ class AuditRequest(BaseModel):
                     f"--model-alias {asked}={served}: {asked!r} is not an audited model "
                     f"({', '.join(self.models) or 'none'})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _faults(self) -> AuditRequest:
+        if self.fault_coverage_floor is not None and self.faults is None:
+            raise ValueError("--fault-coverage-floor goes with --faults (it is a share of the fault runs)")
         return self
 
     @model_validator(mode="after")
