@@ -77,6 +77,7 @@ class Level:
     batch_ideal_s: float
     wall_s: float
     steady_efficiency: float
+    overhead_ms: dict[str, float]  # per run, mean: clone, dump, label, and the rest of its wall time
 
     @property
     def efficiency(self) -> float:
@@ -115,6 +116,22 @@ def steady_busy(waits: list[list[float]], slots: int) -> float:
         return float("nan")
     busy = sum(max(0.0, min(end, closed) - max(start, opened)) for start, end, _step in waits)
     return busy / (slots * (closed - opened))
+
+
+def waits_by_run(waits: list[list[float]], runs: int) -> float:
+    """The mean time a run of the level spent waiting on its model calls (as the provider timed them)."""
+    return sum(end - start for start, end, _step in waits) / max(runs, 1)
+
+
+def overhead_of(records: list[Any], model_wait_s: float) -> dict[str, float]:
+    """Where a run's wall time went besides the model, mean ms per run: what AgentRel costs a slot."""
+    n = max(len(records), 1)
+    clone = sum(r.timings.clone_s for r in records) / n
+    dump = sum(r.timings.dump_s for r in records) / n
+    label = sum(r.timings.label_s for r in records) / n
+    total = sum(r.timings.total_s for r in records) / n
+    rest = total - clone - dump - label - model_wait_s
+    return {k: 1000 * v for k, v in {"clone": clone, "dump": dump, "label": label, "other": rest}.items()}
 
 
 def rss_bytes() -> int:
@@ -222,6 +239,7 @@ def main() -> None:
                     batch_ideal_s=ideal_makespan(waits, c),
                     wall_s=len(out.new) / out.runs_per_second,
                     steady_efficiency=steady_busy(stats["waits"], c),
+                    overhead_ms=overhead_of(out.new, waits_by_run(stats["waits"], len(out.new))),
                 )
                 results.append(level)
                 warm = warm if warm is not None else rss_bytes()
@@ -234,7 +252,8 @@ def main() -> None:
                     f"model requests in flight at most {level.in_flight}; "
                     f"peak memory {level.peak_mb_per_run:.2f} MB per run in flight; "
                     f"Postgres connections at most {level.pg_conns} of {max_conns}; "
-                    f"{level.invalid} invalid attempts",
+                    f"{level.invalid} invalid attempts; per run, ms: "
+                    + " ".join(f"{k} {v:.0f}" for k, v in level.overhead_ms.items()),
                     flush=True,
                 )
         finally:
