@@ -250,7 +250,7 @@ def main() -> None:
             str(results),
             "--out",
             str(Path(tmp) / "report"),
-            "--json",
+            "--json-file",
             str(Path(tmp) / "summary.json"),
             "--bootstrap",
             str(N_BOOT),

@@ -11,7 +11,8 @@ run's seed and the call's ordinal), so the same audit waits the same on every be
 
 prints `port=<n>` once it listens on 127.0.0.1 (or `--host`: the Ray cluster test serves its hosts from
 an address private to its network namespaces), then serves until killed. GET /v1/models lists the model;
-GET /stats says how many requests it answered and the most it held at once (`peak_in_flight`).
+GET /stats says how many requests it answered, the most it held at once (`peak_in_flight`) and when each
+call waited (`waits`: start, end, step).
 A plain asyncio HTTP/1.1 server with keep-alive: 128 clients waiting cost it no thread and little CPU.
 """
 
@@ -22,6 +23,7 @@ import asyncio
 import hashlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,9 @@ class LoopbackProvider:
         self.in_flight = 0
         self.peak_in_flight = 0
         self.answered = 0
+        # Each model call's wait: (start, end, step), on this process's monotonic clock; the bench's
+        # steady-state efficiency is the share of its slots' time spent in these while runs were queued.
+        self.waits: list[tuple[float, float, int]] = []
 
     def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         messages = body.get("messages") or []
@@ -116,21 +121,25 @@ class LoopbackProvider:
         if method == "GET" and path.endswith("/models"):
             return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
         if method == "GET" and path.endswith("/stats"):
-            return 200, {"answered": self.answered, "peak_in_flight": self.peak_in_flight}
+            stats = {"answered": self.answered, "peak_in_flight": self.peak_in_flight, "waits": self.waits}
+            return 200, stats
         if method == "POST" and path.endswith("/stats/reset"):
-            self.answered, self.peak_in_flight = 0, self.in_flight
+            self.answered, self.peak_in_flight, self.waits = 0, self.in_flight, []
             return 200, {}
         if method != "POST" or not path.endswith("/chat/completions"):
             return 404, {"error": {"type": "not_found", "message": path}}
         body = json.loads(raw)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        start = time.monotonic()
         try:
             await asyncio.sleep(delay_of(body.get("seed"), self.latency, self.jitter))
             return self.reply(body)
         finally:
             self.in_flight -= 1
             self.answered += 1
+            step = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+            self.waits.append((start, time.monotonic(), step))
 
 
 async def serve(provider: LoopbackProvider, host: str = "127.0.0.1") -> None:

@@ -14,6 +14,9 @@ For each concurrency c the audit runs `--waves` × c runs (tasks × K), and the 
   tail alone costs ~10%). The ideal here is the batch scheduled on c slots exactly as AgentRel dispatches
   it (plan order, each run taken by the first free slot), each run lasting only its model calls' waits
   (their jittered delays, recomputed from the request seeds), so what is lost is AgentRel's alone;
+- `steady_eff`: the share of the c slots' time spent waiting on the model while runs were still queued
+  (from the level's first model call to the last run's first one, timed by the provider): the runs/s
+  of that phase over c ÷ L, what thousands of runs approach, free of the batch's idle tail;
 - `peak_mb_per_run`: the driver's peak resident memory over the level, less its resident memory after
   the first level (imports, templates and caches warm), per run in flight;
 - `pg_conns`: the most Postgres client connections open at once (sampled), against `max_connections`;
@@ -22,7 +25,8 @@ For each concurrency c the audit runs `--waves` × c runs (tasks × K), and the 
     python bench/model_bound.py                       # 2 s per call, 3 waves (a few minutes)
     python bench/model_bound.py --latency 0.2 --levels 1,16,64 --waves 2   # a quick check
 
-Last line: eff_<c>=... runs_per_s_<c>=... mb_per_run_<c>=... conns_<c>=... latency_s=... load1=...
+Last line: latency_s=... eff_<c>=... batch_eff_<c>=... steady_eff_<c>=... runs_per_s_<c>=...
+mb_per_run_<c>=... conns_<c>=... load1=...
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ class Level:
 
     batch_ideal_s: float
     wall_s: float
+    steady_efficiency: float
+    overhead_ms: dict[str, float]  # per run, mean: clone, dump, label, and the rest of its wall time
 
     @property
     def efficiency(self) -> float:
@@ -94,6 +100,38 @@ def ideal_makespan(waits: list[float], slots: int) -> float:
     for wait in waits:
         heapq.heappush(free, heapq.heappop(free) + wait)
     return max(free)
+
+
+def steady_busy(waits: list[list[float]], slots: int) -> float:
+    """The share of `slots` slots' time spent waiting on the model while runs were still queued.
+
+    The window opens at the level's first model call and closes at the last run's first one (every run
+    has started: from then on slots go idle because the batch is ending, not because of AgentRel). In
+    it each slot could wait on the model all the time; whatever it spends otherwise (cloning, tool
+    calls, dumping, labelling, recording, the event loop's queue) is AgentRel's. Runs per second in
+    that phase are this share times the ideal c / L, whatever the batch's length."""
+    opened = min(start for start, _end, _step in waits)
+    closed = max(start for start, _end, step in waits if step == 0)
+    if closed <= opened:
+        return float("nan")
+    busy = sum(max(0.0, min(end, closed) - max(start, opened)) for start, end, _step in waits)
+    return busy / (slots * (closed - opened))
+
+
+def waits_by_run(waits: list[list[float]], runs: int) -> float:
+    """The mean time a run of the level spent waiting on its model calls (as the provider timed them)."""
+    return sum(end - start for start, end, _step in waits) / max(runs, 1)
+
+
+def overhead_of(records: list[Any], model_wait_s: float) -> dict[str, float]:
+    """Where a run's wall time went besides the model, mean ms per run: what AgentRel costs a slot."""
+    n = max(len(records), 1)
+    clone = sum(r.timings.clone_s for r in records) / n
+    dump = sum(r.timings.dump_s for r in records) / n
+    label = sum(r.timings.label_s for r in records) / n
+    total = sum(r.timings.total_s for r in records) / n
+    rest = total - clone - dump - label - model_wait_s
+    return {k: 1000 * v for k, v in {"clone": clone, "dump": dump, "label": label, "other": rest}.items()}
 
 
 def rss_bytes() -> int:
@@ -200,6 +238,8 @@ def main() -> None:
                     invalid=sum(1 for r in out.new if not r.terminal),
                     batch_ideal_s=ideal_makespan(waits, c),
                     wall_s=len(out.new) / out.runs_per_second,
+                    steady_efficiency=steady_busy(stats["waits"], c),
+                    overhead_ms=overhead_of(out.new, waits_by_run(stats["waits"], len(out.new))),
                 )
                 results.append(level)
                 warm = warm if warm is not None else rss_bytes()
@@ -207,11 +247,13 @@ def main() -> None:
                     f"concurrency {c:>3}: {level.runs} runs at {level.runs_per_s:.2f} /s "
                     f"(ideal {level.ideal_per_s:.2f} /s, efficiency {level.efficiency:.2f}; "
                     f"batch: ideal {level.batch_ideal_s:.1f} s, took {level.wall_s:.1f} s, "
-                    f"efficiency {level.batch_efficiency:.2f}); "
+                    f"efficiency {level.batch_efficiency:.2f}; "
+                    f"steady: {level.steady_efficiency:.2f} of the slots' time waiting on the model); "
                     f"model requests in flight at most {level.in_flight}; "
                     f"peak memory {level.peak_mb_per_run:.2f} MB per run in flight; "
                     f"Postgres connections at most {level.pg_conns} of {max_conns}; "
-                    f"{level.invalid} invalid attempts",
+                    f"{level.invalid} invalid attempts; per run, ms: "
+                    + " ".join(f"{k} {v:.0f}" for k, v in level.overhead_ms.items()),
                     flush=True,
                 )
         finally:
@@ -224,6 +266,7 @@ def main() -> None:
         parts += [
             f"eff_{c}={lv.efficiency:.2f}",
             f"batch_eff_{c}={lv.batch_efficiency:.2f}",
+            f"steady_eff_{c}={lv.steady_efficiency:.2f}",
             f"runs_per_s_{c}={lv.runs_per_s:.2f}",
             f"mb_per_run_{c}={lv.peak_mb_per_run:.2f}",
             f"conns_{c}={lv.pg_conns}",

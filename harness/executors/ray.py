@@ -78,6 +78,34 @@ def start_local_ray(num_cpus: int) -> None:
         raise EnvironmentFailure(f"the local Ray node came up on {node_ip}, not {LOOPBACK}; refused")
 
 
+def connect_ray(ray: Any, address: str) -> None:
+    """Join the running cluster at `address` as its driver, or one line saying why not."""
+    try:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+    except (ConnectionError, RuntimeError, ray.exceptions.AuthenticationError) as exc:
+        # Ray's message is a paragraph wrapping a traceback in text; the fix is one of two things.
+        if _refused_token(exc):
+            raise EnvironmentFailure(
+                f"--ray-address {address}: the Ray cluster refused this driver's token: set "
+                "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH to the file holding the cluster's token "
+                "(as on its nodes)"
+            ) from None
+        raise EnvironmentFailure(
+            f"--ray-address {address}: no Ray cluster answered there: start its head (ray start --head) "
+            "or name the head's address and GCS port"
+        ) from None
+
+
+def _refused_token(exc: BaseException | None) -> bool:
+    """Whether a failed connection was Ray's token check (raised, or quoted as text in a wrapper)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if type(exc).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(exc):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
 @dataclass
 class _Slot:
     index: int
@@ -133,7 +161,7 @@ class RayExecutor:
             if self.address is None:
                 start_local_ray(self.workers or os.cpu_count() or 1)
             else:
-                ray.init(address=self.address, logging_level="WARNING", log_to_driver=False)
+                connect_ray(ray, self.address)
             self._owns_ray = True
         n = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.slots = n * self.concurrency

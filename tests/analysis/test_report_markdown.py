@@ -6,11 +6,14 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentrel.analysis.doc import Document, Section, Table
 from agentrel.analysis.inputs import load_input
 from agentrel.analysis.outputs import write_report
 from agentrel.analysis.pipeline import analyze
-from agentrel.analysis.render import to_html
+from agentrel.analysis.render import _inline, _markdown, to_html
 from tests.analysis.conftest import event, record, write_results
 
 SCRIPT = "<script>alert(1)</script>"
@@ -75,3 +78,23 @@ def test_a_real_report_has_no_literal_bold_and_escapes_an_injected_task_name(tmp
     p = parsed(html)
     assert "**" not in "".join(p.text) and "strong" in p.tags
     assert "script" not in p.tags and any(SCRIPT in t for t in p.text)
+
+
+# Characters that are text alone and markup in company, plus plain ones a table cell holds.
+_CELL_CHARS = "ab01 .,:;%()/+=-#'\"[]!~|_*`<>&\\\n\t±≥é"
+
+
+@given(st.text(alphabet=_CELL_CHARS, max_size=12))
+@settings(max_examples=3000, deadline=None)
+def test_a_cell_that_skips_the_markdown_parser_renders_as_the_parser_would(text: str) -> None:
+    """The plain-text shortcut is an optimisation only: were it to pass `<script>`, `&`, or a link
+    through unparsed, a record's text would reach the page differently from the parser's escaping."""
+    assert _inline(text) == str(_markdown().renderInline(text))
+
+
+def test_markup_in_a_cell_still_goes_through_the_parser() -> None:
+    assert _inline(SCRIPT) == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert _inline("[x](javascript:alert(1))") == "[x](javascript:alert(1))"
+    assert _inline("**bold** & [a](https://example.org)") == (
+        '<strong>bold</strong> &amp; <a href="https://example.org">a</a>'
+    )
