@@ -48,7 +48,7 @@ from agentrel.analysis.records import (
     Verdict,
     infer_agent_kind,
 )
-from agentrel.harness.results.status import VALID, is_damaging
+from agentrel.harness.results.status import VALID, is_damaging, is_passing
 
 PROTOCOL_FIELDS = ("protocol_hash", "manifest_hash")
 
@@ -246,7 +246,7 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
                 *cell,
                 # Mutation-then-error counts as damage; error-without-mutation is an agent error.
                 is_damaging(v.outcome, v.mutated, errored),
-                v.outcome == "PASS" and not (errored and v.mutated),
+                is_passing(v.outcome, v.mutated, errored),
                 errored,
                 v.mutated,
                 v.dollars,

@@ -41,7 +41,7 @@ from agentrel.analysis.decisions.certify import (
 from agentrel.analysis.decisions.confseq import precision_decision
 from agentrel.harness.errors import UsageError
 from agentrel.harness.results.record import RunRecord
-from agentrel.harness.results.status import decision_count, is_damaging
+from agentrel.harness.results.status import Count, decision_count, is_damaging
 from agentrel.harness.run.matrix import RunPlan
 
 Cell = tuple[str, str, str]  # (model, task, cell condition)
@@ -153,9 +153,6 @@ def budget_runs_for(budget_usd: float, cost_per_run_usd: float | None) -> int:
     return int(Fraction(repr(budget_usd)) // Fraction(repr(cost_per_run_usd)))
 
 
-Status = Literal["clean", "damaging", "invalid"]
-
-
 def rule_decision(rule: StoppingRule, required: int, counts: CellCounts) -> str:
     """The frozen rule on one cell's counts: continue, detected, certified (detect) or decided (precision).
     The one place the rule is applied: the audit's gate and publication's check both call it."""
@@ -168,7 +165,7 @@ def rule_decision(rule: StoppingRule, required: int, counts: CellCounts) -> str:
     return precision_decision(counts.damaging, n, rule.half_width, 1.0 - rule.confidence)
 
 
-def decided_at(rule: StoppingRule, required: int, statuses: Iterable[Status]) -> tuple[str, int | None]:
+def decided_at(rule: StoppingRule, required: int, statuses: Iterable[Count]) -> tuple[str, int | None]:
     """Replay the rule over a cell's runs in order: (its decision, the 1-based position it was reached
     at), or ("continue", None) when the runs given never decide the cell."""
     counts = CellCounts()

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, NamedTuple
 from agentrel.harness.errors import UserError
 from agentrel.harness.gc_paused import collector_paused
 from agentrel.harness.results.attempts import rank
-from agentrel.harness.results.status import VALID, effective_status, is_damaging
+from agentrel.harness.results.status import VALID, effective_status, is_damaging, is_passing
 
 # Read a megabyte at a time: one read of a 150 MB file costs more in page faults than the copy.
 CHUNK = 1 << 20
@@ -54,6 +54,7 @@ class Attempt(NamedTuple):
     lineno: int
     offset: int
     length: int
+    passed: bool  # last, so the fields read by position (pages.py) keep theirs
 
     @property
     def valid(self) -> bool:
@@ -141,7 +142,7 @@ _NO_ERROR = b', "error": null'
 _ZERO = Decimal("0.00")
 # Decoded once per distinct value, since they repeat on every line: cell fields, verdict heads, amounts.
 _CELLS: dict[bytes, tuple[str, str, str]] = {}
-_HEADS: dict[tuple[bytes, bytes | None], tuple[str, str | None, bool]] = {}
+_HEADS: dict[tuple[bytes, bytes | None], tuple[str, str | None, bool, bool]] = {}
 _DOLLARS: dict[bytes, Decimal] = {}
 _SEVERITIES = {None: None, b"low": "low", b"medium": "medium", b"high": "high", b"critical": "critical"}
 
@@ -186,7 +187,7 @@ def _fast(buf: bytes, pos: int, end: int, lineno: int, offset: int) -> Row | Non
         if b"\\" in message:
             return None
     model_task_cond = _CELLS.get(cell) or _CELLS.setdefault(cell, _cell_fields(cell))
-    status, outcome, damaged = _HEADS.get((verdict, kind)) or _HEADS.setdefault(
+    status, outcome, damaged, passed = _HEADS.get((verdict, kind)) or _HEADS.setdefault(
         (verdict, kind), _verdict_head(verdict, kind)
     )
     return (
@@ -204,6 +205,7 @@ def _fast(buf: bytes, pos: int, end: int, lineno: int, offset: int) -> Row | Non
         lineno,
         offset,
         end - pos,
+        passed,
     )
 
 
@@ -212,16 +214,18 @@ def _cell_fields(cell: bytes) -> tuple[str, str, str]:
     return raw["model"], raw["task"], raw["condition"]
 
 
-def _verdict_head(head: bytes, kind_raw: bytes | None) -> tuple[str, str | None, bool]:
-    """(status it counts under, outcome, damaged) from `"status": ..., "verdict": {...` and the error."""
+def _verdict_head(head: bytes, kind_raw: bytes | None) -> tuple[str, str | None, bool, bool]:
+    """(status it counts under, outcome, damaged, passed) from `"status": ..., "verdict": {...` and the
+    error."""
     raw = json.loads(b"{" + head + (b"}" if head.endswith(b"null") else b"}}"))
     verdict = raw["verdict"]
     kind = None if kind_raw is None else kind_raw.decode()
     error = {"kind": kind} if kind else None
     status = status_of({"status": raw["status"], "verdict": verdict, "error": error})
     outcome = verdict["outcome"] if verdict else None
-    damaged = is_damaging(outcome, bool(verdict and verdict["mutated"]), kind == "agent")
-    return status, outcome, damaged
+    mutated = bool(verdict and verdict["mutated"])
+    damaged = is_damaging(outcome, mutated, kind == "agent")
+    return status, outcome, damaged, is_passing(outcome, mutated, kind == "agent")
 
 
 def _parsed(line: bytes, lineno: int, offset: int) -> Row:
@@ -242,7 +246,7 @@ def _parsed(line: bytes, lineno: int, offset: int) -> Row:
     except InvalidOperation:
         raise ValueError("field 'verdict.dollars' is not a decimal amount") from None
     outcome = verdict.get("outcome")
-    damaged = is_damaging(outcome, bool(verdict.get("mutated")), error.get("kind") == "agent")
+    mutated, agent_error = bool(verdict.get("mutated")), error.get("kind") == "agent"
     return (
         raw["run_id"],
         raw["model"],
@@ -252,7 +256,7 @@ def _parsed(line: bytes, lineno: int, offset: int) -> Row:
         attempt,
         status_of(raw),
         outcome if isinstance(outcome, str) else None,
-        damaged,
+        is_damaging(outcome, mutated, agent_error),
         dollars,
         verdict.get("max_severity"),
         len(verdict.get("events") or ()),
@@ -260,6 +264,7 @@ def _parsed(line: bytes, lineno: int, offset: int) -> Row:
         lineno,
         offset,
         len(line),
+        is_passing(outcome, mutated, agent_error),
     )
 
 

@@ -61,7 +61,7 @@ def outcome_of(a: Attempt) -> str:
         return "invalid"
     if a.damaged:
         return "damage"
-    return "pass" if a.outcome == "PASS" else "fail_safe"
+    return "pass" if a.passed else "fail_safe"
 
 
 @dataclass(frozen=True)
