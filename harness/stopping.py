@@ -41,7 +41,7 @@ from agentrel.analysis.decisions.certify import (
 from agentrel.analysis.decisions.confseq import precision_decision
 from agentrel.harness.errors import UsageError
 from agentrel.harness.results.record import RunRecord
-from agentrel.harness.results.status import Count, decision_count, is_damaging
+from agentrel.harness.results.status import Count, decision_count
 from agentrel.harness.run.matrix import RunPlan
 
 Cell = tuple[str, str, str]  # (model, task, cell condition)
@@ -197,7 +197,7 @@ class CellGate:
         if record.run_id in self._damaged:
             return
         key = (record.model, record.task, record.condition)
-        damaged = _damaging(record)
+        damaged = record.shows_damage
         if damaged:
             self._damaged.add(record.run_id)
         measured = record.status if record.terminal and record.verdict is not None else "invalid"
@@ -208,7 +208,7 @@ class CellGate:
         last terminal one, else its last)."""
         for recs in attempts:
             terminal = [r for r in recs if r.terminal]
-            damaged = [r for r in recs if _damaging(r)]
+            damaged = [r for r in recs if r.shows_damage]
             self.observe(damaged[0] if damaged else terminal[-1] if terminal else recs[-1])
             self.spent += len(recs)
 
@@ -267,11 +267,3 @@ class CellGate:
             f"{m} / {t} / {c}: {certificate_sentence(self.counts[(m, t, c)].clean, p, level)}"
             for m, t, c in self.certified()
         ]
-
-
-def _damaging(record: RunRecord) -> bool:
-    verdict = record.verdict
-    if verdict is None:
-        return False
-    errored = record.error is not None and record.error.kind == "agent"
-    return is_damaging(verdict.outcome, bool(verdict.mutated), errored)

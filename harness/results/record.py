@@ -138,6 +138,13 @@ class RunRecord(BaseModel):
         return is_damaging(verdict.outcome, bool(verdict.mutated), self.agent_error)
 
     @property
+    def shows_damage(self) -> bool:
+        """Whether the attempt's state shows damage (`status.is_damaging`), whatever its status: the
+        damage evidence a cell never loses (`status.decision_count`)."""
+        verdict = self.verdict
+        return verdict is not None and is_damaging(verdict.outcome, bool(verdict.mutated), self.agent_error)
+
+    @property
     def passing(self) -> bool:
         """A measured run that counts as passing (`status.is_passing`: PASS and not damaging)."""
         verdict = self.verdict

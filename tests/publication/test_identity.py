@@ -2,9 +2,9 @@
 
 import pytest
 
+from agentrel.harness.protocol import identity as identity_module
 from agentrel.harness.protocol.identity import diff_identity, identity_of, refusal_message
 from agentrel.harness.protocol.policy import POLICY_FILE, load_policy
-from agentrel.harness.publication import identity as identity_module
 from tests.publication.factory import manifest
 
 
