@@ -8,8 +8,8 @@ import hashlib
 import os
 import time
 
+from agentrel.harness.protocol import file_digests
 from agentrel.harness.protocol.file_digests import sha256_files
-from agentrel.harness.publication import file_digests
 
 
 def _sha(data: bytes) -> str:
