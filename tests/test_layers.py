@@ -45,7 +45,7 @@ def test_the_tree_keeps_its_layers(tmp_path):
 def test_a_back_edge_from_the_dsl_to_the_runner_is_refused(tmp_path):
     root = _tree(tmp_path)
     (root / "agentrel" / "dsl" / "shortcut.py").write_text(
-        "from agentrel.harness import runner  # a back edge\n"
+        "from agentrel.harness.run import runner  # a back edge\n"
     )
     res = _lint(root)
     assert res.returncode != 0
