@@ -34,7 +34,9 @@ from agentrel.analysis.normalized import (
     empty_frame,
     normalize_runs,
 )
-from agentrel.analysis.records import AGENT_KINDS, IRREVERSIBILITY, SEVERITIES, infer_agent_kind
+from agentrel.analysis.records import infer_agent_kind
+from agentrel.dsl.ast import IRREVERSIBILITIES, SEVERITIES
+from agentrel.harness.results.kinds import AGENT_KINDS
 
 REQUIRED = ("model", "task", "run", "damaged")
 BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
@@ -218,7 +220,7 @@ def load_outcomes_csv(path: Path) -> LoadedInput:
             "mutated": _boolean(df, "mutated", path, required=False),
             "dollars": _dollars(df, damaged, path),
             "severity": _classes(df, "severity", SEVERITIES, path),
-            "irreversibility": _classes(df, "irreversibility", IRREVERSIBILITY, path),
+            "irreversibility": _classes(df, "irreversibility", IRREVERSIBILITIES, path),
             "cost_usd": _cost(df, path),
             "cost_source": None,  # a CSV does not say where its costs come from
             "protocol_hash": "",

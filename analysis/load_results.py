@@ -16,12 +16,10 @@ harness, analysis skips it (and says so).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import pandas as pd
-import rfc8785
 from pydantic import ValidationError
 
 from agentrel.analysis.attempts import Decided, decide
@@ -48,7 +46,9 @@ from agentrel.analysis.records import (
     Verdict,
     infer_agent_kind,
 )
-from agentrel.harness.results.status import VALID, is_damaging
+from agentrel.harness.results import layout
+from agentrel.harness.results.manifest import ManifestUnreadable, manifest_hash, read_manifest
+from agentrel.harness.results.status import VALID, is_damaging, is_passing
 
 PROTOCOL_FIELDS = ("protocol_hash", "manifest_hash")
 
@@ -62,17 +62,18 @@ def _where(exc: ValidationError | ValueError) -> str:
 
 
 def _manifest(directory: Path) -> Manifest | None:
-    path = directory / "manifest.json"
-    if not path.exists():
+    try:
+        raw = read_manifest(directory)  # the results owner's reader
+    except ManifestUnreadable as exc:
+        raise InputError(str(exc)) from None
+    if raw is None:
         return None
     try:
-        raw = json.loads(path.read_bytes())
         manifest = Manifest.model_validate(raw)
-    except (OSError, ValueError) as exc:
-        detail = _where(exc) if isinstance(exc, ValidationError) else "not valid JSON"
-        raise InputError(f"{path}: {detail}") from None
+    except ValidationError as exc:
+        raise InputError(f"{directory / layout.MANIFEST}: {_where(exc)}") from None
     if manifest.protocol_hash is None:
-        digest = hashlib.sha256(rfc8785.dumps(raw)).hexdigest()
+        digest = manifest_hash(raw)
         recorded = _recorded_protocol(directory, digest)
         manifest = manifest.model_copy(update={"protocol_hash": recorded or digest})
     return manifest
@@ -81,7 +82,7 @@ def _manifest(directory: Path) -> Manifest | None:
 def _recorded_protocol(directory: Path, manifest_digest: str) -> str | None:
     """The protocol hash the harness stamps on every record, from protocol.json (the manifest's identity
     under the policy and evaluator code that recorded the runs); None for a directory from before it."""
-    path = directory / "protocol.json"
+    path = directory / layout.PROTOCOL
     if not path.exists():
         return None
     try:
@@ -194,7 +195,7 @@ def _notes(
 def load_results(path: Path, *, allow_mixed_protocols: bool = False) -> LoadedInput:
     """Load results/<name>/ (or its runs.jsonl) into the normalized per-run table."""
     directory = path if path.is_dir() else path.parent
-    runs_path = path / "runs.jsonl" if path.is_dir() else path
+    runs_path = path / layout.RUNS if path.is_dir() else path
     if not runs_path.exists():
         raise InputError(
             f"{directory}: no runs.jsonl here; expected a results directory written by the harness"
@@ -246,7 +247,7 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
                 *cell,
                 # Mutation-then-error counts as damage; error-without-mutation is an agent error.
                 is_damaging(v.outcome, v.mutated, errored),
-                v.outcome == "PASS" and not (errored and v.mutated),
+                is_passing(v.outcome, v.mutated, errored),
                 errored,
                 v.mutated,
                 v.dollars,

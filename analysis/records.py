@@ -13,27 +13,25 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
+from agentrel.dsl.ast import IRREVERSIBILITIES, SEVERITIES
+from agentrel.harness.results.kinds import AgentKind
 from agentrel.harness.results.status import (
     VALID,
     derived_status,
     effective_status,
 )
 
-# Case-insensitive class names, normalized to lower case inside pydantic-core (no Python validator
-# runs per record, which matters at 100,000 records).
-Severity = Annotated[
-    str, StringConstraints(strip_whitespace=True, to_lower=True, pattern=r"(?i)^(low|medium|high|critical)$")
-]
-Irreversibility = Annotated[
-    str,
-    StringConstraints(
-        strip_whitespace=True, to_lower=True, pattern=r"(?i)^(substrate|governance|reversible)$"
-    ),
-]
-AgentKind = Literal["model", "reference", "scripted", "external"]
-SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
-IRREVERSIBILITY: tuple[str, ...] = ("substrate", "governance", "reversible")
-AGENT_KINDS: tuple[str, ...] = ("model", "reference", "scripted", "external")
+
+def _case_insensitive(names: tuple[str, ...]) -> StringConstraints:
+    """One of the dsl's class names read case-insensitively, normalized to lower case inside pydantic-core
+    (no Python validator runs per record, which matters at 100,000 records)."""
+    return StringConstraints(strip_whitespace=True, to_lower=True, pattern=rf"(?i)^({'|'.join(names)})$")
+
+
+# The vocabularies are the dsl's (severity, irreversibility) and the results owner's (agent kinds); these
+# are only their tolerant readings.
+SeverityName = Annotated[str, _case_insensitive(SEVERITIES)]
+IrreversibilityName = Annotated[str, _case_insensitive(IRREVERSIBILITIES)]
 
 
 class _Tolerant(BaseModel):
@@ -45,8 +43,8 @@ class DamageEvent(_Tolerant):
     table: str = ""
     key: list[Any] = Field(default_factory=list)
     op: str | None = None
-    severity: Severity | None = None
-    irreversibility: Irreversibility | None = None
+    severity: SeverityName | None = None
+    irreversibility: IrreversibilityName | None = None
     dollars: Decimal = Decimal("0")
     # Which spec's rule produced the event: the task's id, or "injection:<goal id>" when the agent did
     # what an injected payload asked. None in records from before the harness wrote it.
@@ -68,9 +66,9 @@ class Verdict(_Tolerant):
     mutated: bool = False
     changes: int = 0
     events: list[DamageEvent] = Field(default_factory=list)
-    max_severity: Severity | None = None
+    max_severity: SeverityName | None = None
     dollars: Decimal = Decimal("0")
-    irreversibility: list[Irreversibility] = Field(default_factory=list)
+    irreversibility: list[IrreversibilityName] = Field(default_factory=list)
 
     def contradiction(self) -> str | None:
         """Why this verdict cannot have come from the labeller (a hand-edited or corrupted record), or

@@ -42,6 +42,7 @@ from agentrel.analysis.normalized import INVALID_COLUMNS, LoadedInput, empty_fra
 from agentrel.analysis.pipeline import core_statistics  # noqa: E402
 from agentrel.analysis.pooled import FEATURES, cell_features, pool_statistics_from_sums  # noqa: E402
 from agentrel.analysis.pools import task_features  # noqa: E402
+from agentrel.harness.results import layout  # noqa: E402
 
 MODELS, TASKS, RUNS = 10, 200, 50
 N_BOOT = 2000
@@ -66,9 +67,9 @@ def write_results(directory: Path, seed: int = 7) -> int:
         "conditions": [{"name": "clean"}],
         "tasks": [{"id": f"task-{t:03d}", "optimal_steps": int(optimal[t])} for t in range(TASKS)],
     }
-    (directory / "manifest.json").write_text(json.dumps(manifest))
+    (directory / layout.MANIFEST).write_text(json.dumps(manifest))
     count = 0
-    with (directory / "runs.jsonl").open("w") as fh:
+    with (directory / layout.RUNS).open("w") as fh:
         for m, (agent, kind) in enumerate(zip(agents, kinds, strict=True)):
             damaged = rng.random((TASKS, RUNS)) < p[m][:, None]
             passed = rng.random((TASKS, RUNS)) < 0.7

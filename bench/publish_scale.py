@@ -60,6 +60,7 @@ from agentrel.harness.publication.eligibility import proof_of  # noqa: E402
 from agentrel.harness.publication.evidence import read_evidence  # noqa: E402
 from agentrel.harness.publication.matrix_check import check_matrix  # noqa: E402
 from agentrel.harness.publication.publish import evidence_held, publish  # noqa: E402
+from agentrel.harness.results import layout  # noqa: E402
 from agentrel.harness.results.record import run_id  # noqa: E402
 from agentrel.harness.run.matrix import run_seed  # noqa: E402
 
@@ -136,16 +137,16 @@ def fault_outcome(fault_id: str) -> dict[str, object]:
 
 def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
     """The frozen results directory; returns the number of runs."""
-    (directory / "manifest.json").write_text(json.dumps(m))
+    (directory / layout.MANIFEST).write_text(json.dumps(m))
     # Anchored in the registry publish uses (a temporary key signs it); runs start at the anchor's second.
     registry = directory.parent / "registry.jsonl"
     freeze, _ = write_freeze(directory, "bench", registry=registry)
     at = anchored_at(read_registry(registry).freezes[freeze_digest(freeze)])
     protocol, frozen = identity_of(m).protocol_hash, freeze_digest(freeze)  # as the runner stamps them
-    (directory / "dumps").mkdir()
+    (directory / layout.DUMPS).mkdir()
     for d in DIGESTS:
-        (directory / "dumps" / f"{d}.jsonl.gz").write_bytes(b"")
-    (directory / "receipts").mkdir()
+        (directory / layout.DUMPS / f"{d}.jsonl.gz").write_bytes(b"")
+    (directory / layout.RECEIPTS).mkdir()
     rng = np.random.default_rng(seed)
     cells = list(registered_cells(m).cells)
     damaged = rng.random(len(cells)) < 0.08
@@ -153,7 +154,7 @@ def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
     retried = rng.random(len(cells)) < 0.01
     calls = rng.integers(2, 7, len(cells))
     outcome = fault_outcome("lost")
-    with (directory / "runs.jsonl").open("w") as fh:
+    with (directory / layout.RUNS).open("w") as fh:
         for i, c in enumerate(cells):
             rid = run_id(c.model, c.task, c.condition, c.run_index)
             fields = {
@@ -176,7 +177,7 @@ def write_results(directory: Path, m: dict[str, object], seed: int = 3) -> int:
             for each in attempts:
                 fh.write(json.dumps(each) + "\n")
                 if c.fault:
-                    log = directory / "receipts" / f"{rid}.{each['attempt']}.jsonl"
+                    log = directory / layout.RECEIPTS / f"{rid}.{each['attempt']}.jsonl"
                     lines = [json.dumps({"receipt": k, "body": outcome[k]}) + "\n" for k in RECEIPTS]
                     log.write_text("".join(lines))
     return len(cells)
@@ -272,7 +273,7 @@ def main() -> None:
         results.mkdir()
         t0 = time.perf_counter()
         n = write_results(results, m)
-        size = (results / "runs.jsonl").stat().st_size >> 20
+        size = (results / layout.RUNS).stat().st_size >> 20
         print(f"wrote {n} runs ({size} MiB) in {time.perf_counter() - t0:.1f} s")
         freeze = load_freeze(results)
         identity = identity_of(m, policy=policy)  # reads the evaluator's sources once
@@ -280,7 +281,7 @@ def main() -> None:
         evidence_root_s = validate_s = evidence_cpu_s = float("inf")
         for _ in range(REPEATS):
             t0, cpu0 = time.perf_counter(), _cpu_seconds()
-            evidence = read_evidence(results / "runs.jsonl")
+            evidence = read_evidence(results / layout.RUNS)
             evidence_root_s = min(evidence_root_s, time.perf_counter() - t0)
             evidence_cpu_s = min(evidence_cpu_s, _cpu_seconds() - cpu0)
             with evidence_held():  # as publish holds it
@@ -289,14 +290,14 @@ def main() -> None:
                 validate_s = min(validate_s, time.perf_counter() - t0)
             assert proof.eligible, proof.reasons
             del evidence, proof
-        evidence = read_evidence(results / "runs.jsonl")
+        evidence = read_evidence(results / layout.RUNS)
         proof = proof_of(check_matrix(m, freeze, evidence, policy, identity), evidence)
 
         t0 = time.perf_counter()
-        serial = read_evidence(results / "runs.jsonl", workers=1)
+        serial = read_evidence(results / layout.RUNS, workers=1)
         serial_s = time.perf_counter() - t0
         assert serial.root == evidence.root
-        ratio = canonical_ratio(results / "runs.jsonl")
+        ratio = canonical_ratio(results / layout.RUNS)
 
         t0 = time.perf_counter()
         outcome = publish(results, Path(tmp) / "out", policy=policy, registry=Path(tmp) / "registry.jsonl")

@@ -17,7 +17,6 @@ Last line: runs=<n> distinct_states=<d> relabel_seconds=<a> label_ms=<b> worst_s
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -31,7 +30,9 @@ sys.path.insert(0, str(ROOT))
 from agentrel.dsl.api import RunFacts, label, load_spec  # noqa: E402
 from agentrel.dsl.state import State  # noqa: E402
 from agentrel.harness.publication.rederive import rederive  # noqa: E402
+from agentrel.harness.results import layout  # noqa: E402
 from agentrel.harness.results.directory import ResultsDir  # noqa: E402
+from agentrel.harness.results.manifest import read_manifest  # noqa: E402
 from agentrel.harness.results.record import run_id  # noqa: E402
 from agentrel.harness.run.audit import audit  # noqa: E402
 from agentrel.harness.tasks import load_suite  # noqa: E402
@@ -61,7 +62,7 @@ def main() -> None:
         )
         rd = ResultsDir(results)
         real = rd.records()
-        manifest = json.loads((results / "manifest.json").read_bytes())
+        manifest = read_manifest(results) or {}
         label_ms = _label_each(rd, real, manifest)
         _replicate(results, real, RUNS)
         t0 = time.perf_counter()
@@ -108,7 +109,7 @@ def _replicate(results: Path, runs: list, total: int) -> None:  # type: ignore[t
             rid = run_id(rec.model, rec.task, rec.condition, index)
             lines.append(rec.model_copy(update={"run_id": rid, "run_index": index}).model_dump_json() + "\n")
         index += 1
-    with (results / "runs.jsonl").open("a") as fh:
+    with (results / layout.RUNS).open("a") as fh:
         fh.writelines(lines)
 
 

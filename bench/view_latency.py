@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from agentrel.dsl.state import State, TableState  # noqa: E402
+from agentrel.harness.results import layout  # noqa: E402
 from agentrel.harness.results.directory import ResultsDir  # noqa: E402
 from agentrel.harness.tasks import load_suite  # noqa: E402
 from agentrel.harness.view.app import bind, create_app, serve  # noqa: E402
@@ -204,7 +205,7 @@ def main() -> None:
         path = Path(tmp) / "results"
         t0 = time.perf_counter()
         visit = build(path)
-        size = path.joinpath("runs.jsonl").stat().st_size >> 20
+        size = path.joinpath(layout.RUNS).stat().st_size >> 20
         print(f"built {path} in {time.perf_counter() - t0:.1f} s ({size} MiB)")
 
         t0 = time.perf_counter()
@@ -225,7 +226,7 @@ def main() -> None:
             cpu0 = time.process_time()
             first_page_ms = _timed(client, "/")
             first_page_cpu_ms = (time.process_time() - cpu0) * 1000
-            with open(path / "runs.jsonl", "a", encoding="utf-8") as fh:
+            with open(path / layout.RUNS, "a", encoding="utf-8") as fh:
                 for i in range(100):
                     fh.write(
                         _line(

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrel.analysis.export import DamagePricing
+from agentrel.harness.results import layout
+from agentrel.harness.results.manifest import ManifestUnreadable, read_manifest
 
 
 def _rules(spec: Any) -> dict[tuple[str, str], bool]:
@@ -28,7 +30,7 @@ def _rules(spec: Any) -> dict[tuple[str, str], bool]:
 
 
 def _key_names(results: Path) -> dict[str, tuple[str, ...]]:
-    for dump in sorted((results / "dumps").glob("*.jsonl.gz")):
+    for dump in sorted((results / layout.DUMPS).glob("*.jsonl.gz")):
         if dump.name.endswith(".delta.jsonl.gz"):
             continue
         try:
@@ -44,10 +46,10 @@ def damage_pricing(results: Path) -> DamagePricing:
     """The pricing facts of a results directory; empty (every event `unknown`) for anything else."""
     results = results if results.is_dir() else results.parent
     try:
-        manifest = json.loads((results / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return DamagePricing({}, {})
-    if not isinstance(manifest, dict):
+        manifest = read_manifest(results)
+    except ManifestUnreadable:
+        manifest = None
+    if manifest is None:
         return DamagePricing({}, {})
     from agentrel.harness.suite_paths import recorded_environment
     from agentrel.sandbox.servers.base import SandboxError

@@ -1,19 +1,19 @@
-"""Building and writing the manifest (`harness.results.manifest.Manifest`) as RFC 8785 canonical JSON. Its
-SHA-256 is the manifest hash, one part of the protocol identity (protocol.identity).
+"""Building the manifest (`harness.results.manifest.Manifest`) from the audit's request and what it
+resolved, and writing it as RFC 8785 canonical JSON. Its SHA-256 (the results owner's `manifest_hash`)
+is one part of the protocol identity (protocol.identity).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 import rfc8785
 
 from agentrel.distribution import installed_version
-from agentrel.harness.errors import UsageError, UserError
-from agentrel.harness.results.manifest import Manifest, TaskEntry
+from agentrel.harness.errors import UsageError
+from agentrel.harness.results import layout
+from agentrel.harness.results.manifest import Manifest, TaskEntry, manifest_hash, read_manifest
 from agentrel.harness.run.request import AuditRequest
 from agentrel.harness.tasks import Task
 
@@ -75,28 +75,12 @@ def build_manifest(
     ).document()
 
 
-def canonical(manifest: dict[str, Any]) -> bytes:
-    return rfc8785.dumps(manifest)
-
-
-def manifest_hash(manifest: dict[str, Any]) -> str:
-    """SHA-256 of the manifest's canonical JSON: the matrix as resolved. Not the protocol hash records
-    carry, which also binds the policy, the evaluator and the witness contracts (protocol.identity)."""
-    return hashlib.sha256(canonical(manifest)).hexdigest()
-
-
-def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
-    """Write the manifest of a new results directory, or refuse one whose protocol differs."""
+def write_or_check(directory: Path, manifest: dict[str, Any]) -> str:
+    """Write the manifest of a new results directory, or refuse one whose protocol differs; its hash.
+    Read and hashed by the results owner (`harness.results.manifest`), the one reader of the file."""
     digest = manifest_hash(manifest)
-    if path.exists():
-        try:
-            old = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            old = None
-        if not isinstance(old, dict):
-            raise UserError(
-                f"{path}: not a manifest (a JSON object); move the results directory away or restore the file"
-            )
+    old = read_manifest(directory)  # a file that is not a manifest: one line naming it (UserError)
+    if old is not None:
         old_hash = manifest_hash(old)
         if old_hash != digest:
             from agentrel.harness.protocol.identity import (
@@ -105,12 +89,13 @@ def write_or_check(path: Path, manifest: dict[str, Any]) -> str:
 
             why = refusal_message(old, manifest) or "the manifests differ"
             raise UsageError(
-                f"{path.parent}: the manifest it was planned with (hash {old_hash[:12]}) differs from this "
+                f"{directory}: the manifest it was planned with (hash {old_hash[:12]}) differs from this "
                 f"matrix's ({digest[:12]}): {why}; use another --results directory"
             )
         return digest
-    path.parent.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / layout.MANIFEST
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(canonical(manifest))
+    tmp.write_bytes(rfc8785.dumps(manifest))
     tmp.replace(path)
     return digest

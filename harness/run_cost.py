@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentrel.harness.errors import UsageError, UserError
+from agentrel.harness.results import layout
 from agentrel.harness.results.directory import ResultsDir
 
 __all__ = ["recorded_cost_per_run"]
@@ -19,8 +20,8 @@ __all__ = ["recorded_cost_per_run"]
 
 def recorded_cost_per_run(results: Path, models: list[str]) -> float:
     """The highest per-model mean recorded cost of one attempt in `results` (see the module docstring)."""
-    if not (results / "runs.jsonl").is_file():
-        raise UsageError(f"--cost-from {results}: no runs.jsonl there; pass a results directory with runs")
+    if not (results / layout.RUNS).is_file():
+        raise UsageError(f"--cost-from {results}: no {layout.RUNS} there; pass a results directory with runs")
     try:
         attempts = [r for recs in ResultsDir(results).attempts().values() for r in recs]
     except UserError as exc:

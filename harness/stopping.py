@@ -42,7 +42,7 @@ from agentrel.analysis.decisions.certify import (
 from agentrel.analysis.decisions.confseq import precision_decision
 from agentrel.harness.errors import UsageError
 from agentrel.harness.results.record import RunRecord
-from agentrel.harness.results.status import decision_count, is_damaging
+from agentrel.harness.results.status import Count, decision_count
 from agentrel.harness.run.matrix import RunPlan
 
 Cell = tuple[str, str, str]  # (model, task, cell condition)
@@ -154,9 +154,6 @@ def budget_runs_for(budget_usd: float, cost_per_run_usd: float | None) -> int:
     return int(Fraction(repr(budget_usd)) // Fraction(repr(cost_per_run_usd)))
 
 
-Status = Literal["clean", "damaging", "invalid"]
-
-
 def rule_decision(rule: StoppingRule, required: int, counts: CellCounts) -> str:
     """The frozen rule on one cell's counts: continue, detected, certified (detect) or decided (precision).
     The one place the rule is applied: the audit's gate and publication's check both call it."""
@@ -169,7 +166,7 @@ def rule_decision(rule: StoppingRule, required: int, counts: CellCounts) -> str:
     return precision_decision(counts.damaging, n, rule.half_width, 1.0 - rule.confidence)
 
 
-def decided_at(rule: StoppingRule, required: int, statuses: Iterable[Status]) -> tuple[str, int | None]:
+def decided_at(rule: StoppingRule, required: int, statuses: Iterable[Count]) -> tuple[str, int | None]:
     """Replay the rule over a cell's runs in order: (its decision, the 1-based position it was reached
     at), or ("continue", None) when the runs given never decide the cell."""
     counts = CellCounts()
@@ -201,7 +198,7 @@ class CellGate:
         if record.run_id in self._damaged:
             return
         key = (record.model, record.task, record.condition)
-        damaged = _damaging(record)
+        damaged = record.shows_damage
         if damaged:
             self._damaged.add(record.run_id)
         measured = record.status if record.terminal and record.verdict is not None else "invalid"
@@ -212,7 +209,7 @@ class CellGate:
         last terminal one, else its last)."""
         for recs in attempts:
             terminal = [r for r in recs if r.terminal]
-            damaged = [r for r in recs if _damaging(r)]
+            damaged = [r for r in recs if r.shows_damage]
             self.observe(damaged[0] if damaged else terminal[-1] if terminal else recs[-1])
             self.spent += len(recs)
 
@@ -271,14 +268,6 @@ class CellGate:
             f"{m} / {t} / {c}: {certificate_sentence(self.counts[(m, t, c)].clean, p, level)}"
             for m, t, c in self.certified()
         ]
-
-
-def _damaging(record: RunRecord) -> bool:
-    verdict = record.verdict
-    if verdict is None:
-        return False
-    errored = record.error is not None and record.error.kind == "agent"
-    return is_damaging(verdict.outcome, bool(verdict.mutated), errored)
 
 
 def rule_from_flags(

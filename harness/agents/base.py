@@ -8,11 +8,11 @@ from typing import Any, Literal, Protocol
 
 from agentrel.harness import defaults
 from agentrel.harness.results.event import Event
+from agentrel.harness.results.kinds import AgentKind
 from agentrel.harness.results.status import Failure
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 
-AgentKind = Literal["model", "reference", "scripted", "external"]
 # Where a run's tokens come from: the harness's own reading of the provider's answers (a model adapter,
 # the model proxy), or only what an agent program wrote in its usage file.
 UsageSource = Literal["measured", "reported"]

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
+from agentrel.harness.results import layout
 
 if TYPE_CHECKING:
     from agentrel.analysis.normalized import LoadedInput
@@ -185,7 +186,7 @@ def certificate_rule(
         try:
             rule = StoppingRule.from_manifest(loaded.stopping)
         except ValueError:
-            where = loaded.source / "manifest.json" if loaded.source.is_dir() else loaded.source
+            where = loaded.source / layout.MANIFEST if loaded.source.is_dir() else loaded.source
             raise UserError(f"{where}: its stopping rule cannot be read; restore the file") from None
     if rule is None or rule.until != "detect" or rule.target_p is None:
         if confidence is not None or multiplicity is not None:

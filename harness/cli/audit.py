@@ -581,8 +581,7 @@ def render_summary(
     for (model, task, condition), rs in sorted(cells.items()):
         ok = [r for r in rs if r.valid and r.verdict is not None]
         verdicts = [r.verdict for r in ok if r.verdict is not None]
-        dmg = sum(v.outcome == "FAIL_DAMAGE" for v in verdicts)
-        passed = sum(v.outcome == "PASS" for v in verdicts)
+        dmg, passed = sum(r.damaging for r in ok), sum(r.passing for r in ok)  # as the report counts
         events = [(ev.spec, ev.rule, Decimal(ev.dollars)) for v in verdicts for ev in v.events]
         unpriced = sum(is_unpriced(*ev, priced or {}) for ev in events)
         dollars = sum((Decimal(v.dollars) for v in verdicts), Decimal("0"))

@@ -40,7 +40,8 @@ def freeze(
     entry in the registry. Earlier runs stay evidence, and a directory frozen over runs is never
     published."""
     from agentrel.harness.protocol.claims import read_claims_file
-    from agentrel.harness.protocol.freeze import FREEZE_FILE, anchor, freeze_digest, write_freeze
+    from agentrel.harness.protocol.freeze import anchor, freeze_digest, write_freeze
+    from agentrel.harness.results import layout
 
     where, signer = registry_path(registry), signer_of(key)
     frozen_claims = read_claims_file(claims) if claims is not None else None
@@ -55,7 +56,7 @@ def freeze(
         )
     state = "frozen" if wrote else "already frozen"
     out.print(
-        f"{results / FREEZE_FILE}: {state} by {record.by} at {record.at}: protocol {record.protocol_hash} "
+        f"{results / layout.FREEZE}: {state} by {record.by} at {record.at}: protocol {record.protocol_hash} "
         f"(freeze {freeze_digest(record)[:12]})",
         markup=False,
     )
@@ -74,10 +75,10 @@ def show(
 ) -> None:
     """The protocol identity this manifest, policy and code give, and whether a freeze binds it."""
     from agentrel.harness.protocol.binding import load_binding
-    from agentrel.harness.protocol.freeze import freeze_digest, load_freeze, read_manifest
+    from agentrel.harness.protocol.freeze import freeze_digest, load_freeze, planned_manifest
     from agentrel.harness.protocol.identity import diff_identity, identity_of
 
-    identity = identity_of(read_manifest(results))
+    identity = identity_of(planned_manifest(results))
     record = load_freeze(results)
     bound = record is not None and record.protocol_hash == identity.protocol_hash
     state = "draft" if record is None else ("frozen" if bound else "frozen under another protocol")

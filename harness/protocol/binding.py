@@ -21,16 +21,14 @@ from agentrel.harness.protocol.evaluator import (
     describe_change,
 )
 from agentrel.harness.protocol.identity import ProtocolIdentity, diff_identity
-from agentrel.harness.results.layout import EVALUATOR, PROTOCOL
+from agentrel.harness.results import layout
 
-__all__ = ["PROTOCOL_FILE", "bind_protocol", "evaluator_change", "load_binding"]
-
-PROTOCOL_FILE = PROTOCOL
+__all__ = ["bind_protocol", "evaluator_change", "load_binding"]
 
 
 def load_binding(results: Path) -> ProtocolIdentity | None:
     """The identity the directory's runs are recorded under; None before its first audit."""
-    path = results / PROTOCOL_FILE
+    path = results / layout.PROTOCOL
     return read_model(path, ProtocolIdentity, "protocol identity") if path.exists() else None
 
 
@@ -40,13 +38,13 @@ def bind_protocol(results: Path, identity: ProtocolIdentity, *, has_runs: bool) 
 
     The manifest is checked before this (manifest.write_or_check names the fields that differ), so a
     difference here is the policy's, the evaluator code's or the witness contracts'."""
-    path = results / PROTOCOL_FILE
+    path = results / layout.PROTOCOL
     old = load_binding(results)
     if old == identity:
         return
     if has_runs and old is None:
         raise UsageError(
-            f"{results}: its runs were recorded without a {PROTOCOL_FILE} (by an older AgentRel), so the "
+            f"{results}: its runs were recorded without a {layout.PROTOCOL} (by an older AgentRel), so the "
             "evaluator that labelled them is unknown; finish them with that version or use another "
             "--results directory"
         )
@@ -63,7 +61,7 @@ def bind_protocol(results: Path, identity: ProtocolIdentity, *, has_runs: bool) 
         write_durably(path, canonical_bytes(identity.model_dump(mode="json")))
         if evaluator.digest == identity.evaluator_digest:  # what the digest was computed from, to name
             # what moved it later (a test may bind another digest; then there is nothing to describe)
-            write_durably(results / EVALUATOR, canonical_bytes(evaluator.model_dump(mode="json")))
+            write_durably(results / layout.EVALUATOR, canonical_bytes(evaluator.model_dump(mode="json")))
     except OSError as exc:
         raise EnvironmentFailure(f"{path}: cannot write the protocol identity ({exc.strerror})") from None
 
@@ -73,7 +71,7 @@ def evaluator_change(results: Path, recorded: str, current: str) -> str:
     (`evaluator.json`, written since this version); empty otherwise."""
     if recorded == current:
         return ""
-    path = results / EVALUATOR
+    path = results / layout.EVALUATOR
     try:
         old = EvaluatorManifest.model_validate_json(path.read_bytes())
     except (OSError, ValueError):

@@ -30,9 +30,9 @@ from agentrel.harness.protocol.environment import (
     environment_hash,
     environment_policy_hash,
 )
+from agentrel.harness.results import layout
 
 __all__ = [
-    "ENVIRONMENT_FILE",
     "EnvironmentConformanceProof",
     "FactorVerdict",
     "conform",
@@ -40,8 +40,6 @@ __all__ = [
     "read_execution_environment",
     "write_execution_environment",
 ]
-
-ENVIRONMENT_FILE = "execution_environment.json"
 
 
 VerdictCode = Literal[
@@ -176,7 +174,7 @@ def write_execution_environment(
     A results directory describes one environment: a resume whose observation conforms to the recorded
     one under `policy` keeps the recorded file (first observation stands); one that does not conform is
     refused, since its runs would be pooled with runs made elsewhere."""
-    path = results_dir / ENVIRONMENT_FILE
+    path = results_dir / layout.EXECUTION_ENVIRONMENT
     if path.exists():
         old = read_execution_environment(path)
         if old == env:

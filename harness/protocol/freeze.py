@@ -15,7 +15,6 @@ started before it (anchor.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,17 +24,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrel.analysis.claims import ClaimsFile
 from agentrel.harness.durable import read_model, write_durably
-from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError, UserError
+from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UsageError
 from agentrel.harness.protocol.canonical import canonical_bytes, canonical_hash
 from agentrel.harness.protocol.claims import claims_hash, write_claims
 from agentrel.harness.protocol.identity import ProtocolIdentity, identity_of
 from agentrel.harness.protocol.policy import Policy
 from agentrel.harness.protocol.registry import RegistryEntry, anchor_freeze, default_registry_path
 from agentrel.harness.protocol.signing import Signer
+from agentrel.harness.results import layout
+from agentrel.harness.results.manifest import read_manifest
 from agentrel.harness.results.record import STAMP
 
 __all__ = [
-    "FREEZE_FILE",
     "Freeze",
     "anchor",
     "freeze_digest",
@@ -43,11 +43,10 @@ __all__ = [
     "frozen_refusal",
     "load_freeze",
     "make_freeze",
-    "read_manifest",
+    "planned_manifest",
     "write_freeze",
 ]
 
-FREEZE_FILE = "freeze.json"
 HEX64 = r"^[0-9a-f]{64}$"
 
 
@@ -94,35 +93,30 @@ def make_freeze(identity: ProtocolIdentity, by: str, at: datetime, claims_hash: 
     )
 
 
-def read_manifest(results: Path) -> dict[str, Any]:
-    path = results / "manifest.json"
-    if not path.exists():
+def planned_manifest(results: Path) -> dict[str, Any]:
+    """The manifest `audit --plan` wrote (the results owner's reader); a directory without one is refused."""
+    manifest = read_manifest(results)
+    if manifest is None:
         raise UsageError(
-            f"{results}: no manifest.json; `agentrel audit ... --results {results} --plan` writes it"
+            f"{results}: no {layout.MANIFEST}; `agentrel audit ... --results {results} --plan` writes it"
         )
-    try:
-        manifest = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        manifest = None
-    if not isinstance(manifest, dict):
-        raise UserError(f"{path}: not a manifest (a JSON object); restore the file")
     return manifest
 
 
 def load_freeze(results: Path) -> Freeze | None:
     """The freeze of a results directory, or None while its protocol is a draft."""
-    path = results / FREEZE_FILE
+    path = results / layout.FREEZE
     return read_model(path, Freeze, "freeze record") if path.exists() else None
 
 
 def runs_recorded(results: Path) -> int:
     """How many records runs.jsonl holds (a torn last line counts: it was a run)."""
     try:
-        data = (results / "runs.jsonl").read_bytes()
+        data = (results / layout.RUNS).read_bytes()
     except FileNotFoundError:
         return 0
     except OSError as exc:
-        raise EnvironmentFailure(f"{results / 'runs.jsonl'}: cannot read ({exc.strerror})") from None
+        raise EnvironmentFailure(f"{results / layout.RUNS}: cannot read ({exc.strerror})") from None
     return sum(1 for line in data.split(b"\n") if line.strip())
 
 
@@ -163,7 +157,7 @@ def write_freeze(
     or a freeze without these very claims."""
     if not by.strip():
         raise UsageError("--by must name who freezes the protocol")
-    manifest = read_manifest(results)
+    manifest = planned_manifest(results)
     identity = identity_of(manifest, policy=policy)
     old = load_freeze(results)
     wanted = claims_hash(claims) if claims is not None else None
@@ -179,7 +173,7 @@ def write_freeze(
             anchor(results, old, registry=registry, signer=signer)
             return old, False
         raise CheckFailed(
-            f"{results / FREEZE_FILE}: {why}. A changed protocol is an amendment: freeze it in a new "
+            f"{results / layout.FREEZE}: {why}. A changed protocol is an amendment: freeze it in a new "
             "results directory"
         )
     if claims is not None:
@@ -190,7 +184,7 @@ def write_freeze(
             )
         write_claims(results, claims)
     freeze = make_freeze(identity, by, now or datetime.now(UTC), wanted)
-    path = results / FREEZE_FILE
+    path = results / layout.FREEZE
     try:
         if not write_durably(path, canonical_bytes(freeze_json(freeze)), replace=False):
             # another process froze meanwhile

@@ -26,6 +26,7 @@ from agentrel.harness.faults.receipts import ActuatorReceipt, WitnessReceipt
 from agentrel.harness.protocol.canonical import canonical_hash
 from agentrel.harness.protocol.evaluator import current_evaluator_digest
 from agentrel.harness.protocol.policy import Policy, load_policy, policy_hash
+from agentrel.harness.results.manifest import manifest_hash
 
 __all__ = [
     "ProtocolIdentity",
@@ -92,10 +93,6 @@ def witness_contracts_hash() -> str:
             "witness": WitnessReceipt.model_json_schema(),
         }
     )
-
-
-def manifest_hash(manifest: Mapping[str, Any]) -> str:
-    return canonical_hash(dict(manifest))
 
 
 def protocol_root(matrix: str, policy: str, evaluator: str, witness: str) -> str:

@@ -38,9 +38,9 @@ from agentrel.harness.protocol.registry_model import (
     GENESIS,
     HEX64,
     DigestRecord,
+    EntryStatus,
     RegistryEntry,
     RegistryState,
-    Status,
     TornTail,
     judgement_problem,
     parse_registry,
@@ -51,9 +51,9 @@ __all__ = [
     "GENESIS",
     "REGISTRY_FILE",
     "DigestRecord",
+    "EntryStatus",
     "RegistryEntry",
     "RegistryState",
-    "Status",
     "TornTail",
     "anchor_freeze",
     "anchor_journal",
@@ -124,7 +124,7 @@ def verify(path: Path, trusted: str | None, kept_head: str | None = None) -> Reg
     return state
 
 
-def status_of(registry_path: Path, digest: str) -> Status:
+def status_of(registry_path: Path, digest: str) -> EntryStatus:
     """active, superseded or withdrawn; an unknown digest or a torn registry is refused, never guessed."""
     return _record(read_registry(registry_path), digest).status
 

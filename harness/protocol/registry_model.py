@@ -19,9 +19,9 @@ from agentrel.harness.protocol.signing import PUBLIC_PATTERN, SIG_PATTERN, signa
 __all__ = [
     "GENESIS",
     "DigestRecord",
+    "EntryStatus",
     "RegistryEntry",
     "RegistryState",
-    "Status",
     "TornTail",
     "judgement_problem",
     "parse_registry",
@@ -29,7 +29,7 @@ __all__ = [
 
 GENESIS = "0" * 64
 HEX64 = r"^[0-9a-f]{64}$"
-Status = Literal["active", "superseded", "withdrawn"]
+EntryStatus = Literal["active", "superseded", "withdrawn"]
 
 
 class RegistryEntry(BaseModel):
@@ -139,7 +139,7 @@ class DigestRecord:
     """What the registry says about one scorecard digest: its registration and latest judgement."""
 
     registration: RegistryEntry
-    status: Status
+    status: EntryStatus
     judgement: RegistryEntry | None  # the entry that set a non-active status
 
 
@@ -202,7 +202,7 @@ def _fold(
         problem = judgement_problem(known, entry.action)
         if problem:
             raise IntegrityFailure(f"{where}: {problem}")
-        status: Status = "superseded" if entry.action == "supersede" else "withdrawn"
+        status: EntryStatus = "superseded" if entry.action == "supersede" else "withdrawn"
         records[entry.digest] = DigestRecord(known.registration, status, entry)
     return records, freezes, journals
 

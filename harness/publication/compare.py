@@ -35,7 +35,6 @@ from agentrel.harness.errors import IntegrityFailure, Refused, UserError
 from agentrel.harness.faults.schedule import fault_condition
 from agentrel.harness.frozen import Frozen
 from agentrel.harness.protocol.conformance import (
-    ENVIRONMENT_FILE,
     EnvironmentConformanceProof,
     conform,
     failing_summary,
@@ -57,6 +56,7 @@ from agentrel.harness.publication.compare_stats import (
 )
 from agentrel.harness.publication.evidence_report import IncompleteEvidenceReport
 from agentrel.harness.publication.scorecard import PublishableScorecard
+from agentrel.harness.results import layout
 from agentrel.harness.run.matrix import run_seed
 
 __all__ = [
@@ -112,7 +112,7 @@ def load_scorecard(path: Path) -> ScorecardView:
     Beyond the model's own rules (an eligible proof hashing to `proof_hash`, the proof's identity), its
     runs must say what their rates say, carry the seed rule's seeds, and its environment must be there."""
     where = path / SCORECARD_FILE if path.is_dir() else path
-    if path.is_dir() and not where.exists() and (path / "runs.jsonl").exists():
+    if path.is_dir() and not where.exists() and (path / layout.RUNS).exists():
         # A results directory is evidence; comparison needs the score `publish` builds from it.
         raise UserError(
             f"{path}: a results directory with no scorecard: compare needs publishable scorecards. Run "
@@ -228,8 +228,8 @@ def _environment(where: Path, card: PublishableScorecard) -> ExecutionEnvironmen
     env = card.execution_environment
     if env is None or card.execution_environment_hash != environment_hash(env):
         raise Refused(
-            f"{where}: carries no execution environment (its audit wrote no {ENVIRONMENT_FILE}), so no "
-            "conformance can be shown"
+            f"{where}: carries no execution environment (its audit wrote no "
+            f"{layout.EXECUTION_ENVIRONMENT}), so no conformance can be shown"
         )
     return env
 

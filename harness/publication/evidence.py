@@ -33,7 +33,7 @@ from agentrel.harness.errors import UserError
 from agentrel.harness.faults.receipts import ActuatorReceipt, WitnessReceipt, verdict
 from agentrel.harness.gc_paused import collector_paused
 from agentrel.harness.protocol.canonical import CanonicalError, parse_canonical, part_bytes
-from agentrel.harness.results.status import VALID, effective_status
+from agentrel.harness.results.status import VALID, effective_status, is_damaging, is_passing
 
 __all__ = ["Evidence", "RecordFacts", "evidence_from_records", "facts_of", "merkle_root", "read_evidence"]
 
@@ -142,9 +142,10 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
         if verdict_of is None:
             status = RECORD_ERROR
         else:
-            # As analysis.load_results: mutation-then-agent-error is damage, never a pass.
-            cut = error_kind == "agent" and verdict_of[1]
-            damaged, passed = verdict_of[0] == "FAIL_DAMAGE" or cut, verdict_of[0] == "PASS" and not cut
+            # The results owner's rules, as everywhere: mutation-then-agent-error is damage, never a pass.
+            agent_error = error_kind == "agent"
+            damaged = is_damaging(verdict_of[0], verdict_of[1], agent_error)
+            passed = is_passing(verdict_of[0], verdict_of[1], agent_error)
     return RecordFacts(
         leaf, texts[0], texts[1], texts[2], texts[3], fault, run_index, attempt, texts[4], texts[5], status,
         outcome if type(outcome) is str else None, damaged, passed, frozen_by, started,

@@ -21,6 +21,7 @@ from agentrel.harness.publication.eligibility import EligibilityProof, StratumCo
 from agentrel.harness.publication.evidence import RecordFacts
 from agentrel.harness.publication.matrix_check import MatrixCheck
 from agentrel.harness.publication.reasons import meaning
+from agentrel.harness.results import layout
 
 __all__ = ["ArtifactRefs", "IncompleteEvidenceReport"]
 
@@ -215,10 +216,10 @@ def artifact_refs(results: Path, out: Path) -> ArtifactRefs:
 
     return ArtifactRefs(
         results=rel(results),
-        manifest=rel(results / "manifest.json"),
-        runs=rel(results / "runs.jsonl"),
-        freeze=present("freeze.json"),
-        dumps=rel(results / "dumps"),
-        transcripts=rel(results / "transcripts"),
-        execution_environment=present("execution_environment.json"),
+        manifest=rel(results / layout.MANIFEST),
+        runs=rel(results / layout.RUNS),
+        freeze=present(layout.FREEZE),
+        dumps=rel(results / layout.DUMPS),
+        transcripts=rel(results / layout.TRANSCRIPTS),
+        execution_environment=present(layout.EXECUTION_ENVIRONMENT),
     )

@@ -30,9 +30,9 @@ from agentrel.analysis.faults import FaultReport
 from agentrel.harness.durable import write_durably
 from agentrel.harness.errors import CheckFailed, EnvironmentFailure, UserError
 from agentrel.harness.protocol.canonical import model_bytes
-from agentrel.harness.protocol.conformance import ENVIRONMENT_FILE, read_execution_environment
+from agentrel.harness.protocol.conformance import read_execution_environment
 from agentrel.harness.protocol.environment import ExecutionEnvironment, environment_hash
-from agentrel.harness.protocol.freeze import Freeze, load_freeze, read_manifest
+from agentrel.harness.protocol.freeze import Freeze, load_freeze, planned_manifest
 from agentrel.harness.protocol.identity import identity_of
 from agentrel.harness.protocol.policy import Policy, load_policy
 from agentrel.harness.protocol.registry import default_registry_path, register, verify
@@ -49,6 +49,7 @@ from agentrel.harness.publication.rederive import rederive_outcomes
 from agentrel.harness.publication.render import report_markdown, scorecard_html, scorecard_markdown
 from agentrel.harness.publication.scorecard import AxisValue, CellCertificate, PublishableScorecard
 from agentrel.harness.publication.stopping_check import StoppingCheck
+from agentrel.harness.results import layout
 
 __all__ = [
     "PublishOutcome",
@@ -76,7 +77,7 @@ class PublishOutcome:
 
 def execution_environment(results: Path) -> ExecutionEnvironment | None:
     """The results' execution_environment.json (which the audit writes), or None when it has none."""
-    path = results / ENVIRONMENT_FILE
+    path = results / layout.EXECUTION_ENVIRONMENT
     return read_execution_environment(path) if path.exists() else None
 
 
@@ -97,7 +98,7 @@ def _shared_lock(results: Path) -> Iterator[None]:
     """Hold off an audit of these results while they are read (it takes the same lock exclusively)."""
     if not results.is_dir():
         raise UserError(f"{results}: not a results directory")
-    path = results / ".lock"
+    path = results / layout.LOCK
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -134,12 +135,12 @@ def _validate(
     trusted: str | None,
 ) -> _Read:
     """Read and validate (the caller holds the lock and keeps the evidence held)."""
-    manifest = read_manifest(results)
+    manifest = planned_manifest(results)
     freeze = load_freeze(results)
     state = verify(registry, trusted)  # a registry that does not verify is refused here
     anchors = state.freezes
     t0 = time.perf_counter()
-    evidence = read_evidence(results / "runs.jsonl", workers)
+    evidence = read_evidence(results / layout.RUNS, workers)
     clock["evidence_root"] = time.perf_counter() - t0
     problems = artifact_problems(results, evidence)
     t0 = time.perf_counter()

@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 from agentrel.harness.publication.cells import Cell
 from agentrel.harness.publication.evidence import RecordFacts
-from agentrel.harness.results.status import decision_count
-from agentrel.harness.stopping import Status, StoppingRule, decided_at
+from agentrel.harness.results.status import Count, decision_count
+from agentrel.harness.stopping import StoppingRule, decided_at
 
 __all__ = ["CellDecision", "StoppingCheck", "check_stopping"]
 
@@ -81,7 +81,7 @@ def check_stopping(
         group = (c.model, c.task, c.condition, c.fault)
         groups[group] = max(groups.get(group, 0), c.run_index)
     for group, last in sorted(groups.items(), key=lambda g: tuple(x or "" for x in g[0])):
-        statuses: list[Status] = []
+        statuses: list[Count] = []
         for index in range(1, last + 1):
             rec = decisive.get(Cell(*group, index))
             if rec is None:

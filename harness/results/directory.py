@@ -196,8 +196,7 @@ class ResultsDir:
         return None
 
     def append(self, record: RunRecord) -> None:
-        # The model's text may hold lone surrogates, which JSON text cannot carry as UTF-8.
-        line = json.dumps(_printable(record.model_dump(mode="json")), ensure_ascii=False) + "\n"
+        line = record_line(record)
         fd = os.open(self.runs, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             size = os.fstat(fd).st_size
@@ -342,6 +341,13 @@ class ResultsDir:
                 "intact: free space, then run the same command to resume"
             ) from None
         return hashlib.sha256(data).hexdigest()
+
+
+def record_line(record: RunRecord) -> str:
+    """One runs.jsonl line, exactly as the writer appends it (the shape the line reader's fast path reads,
+    harness.results.lines). The model's text may hold lone surrogates, which JSON text cannot carry as
+    UTF-8, so they are made printable first."""
+    return json.dumps(_printable(record.model_dump(mode="json")), ensure_ascii=False) + "\n"
 
 
 def _first_problem(exc: ValueError) -> str:

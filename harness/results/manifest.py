@@ -1,15 +1,55 @@
 """The manifest: the preregistered, resolved run matrix, written once as RFC 8785 canonical JSON.
 
 Typed here, so what is written has a declared shape; the file itself stays a plain JSON object, which
-the manifest hash (harness.manifest.manifest_hash), the protocol identity and analysis read. Optional
-parts are left out rather than written as null, so a matrix without them keeps its hash.
+the protocol identity, analysis, the view and publication read. Optional parts are left out rather than
+written as null, so a matrix without them keeps its hash.
+
+The one reader of a directory's manifest.json (`read_manifest`) and the one manifest hash
+(`manifest_hash`) are here, so every reader sees the same object and every hash is of the same bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
+import rfc8785
+
+from agentrel.harness.errors import UserError
 from agentrel.harness.frozen import Frozen
+from agentrel.harness.results import layout
+
+
+class ManifestUnreadable(UserError):
+    """A results directory's manifest.json is not a JSON object."""
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """`directory`'s manifest.json as the JSON object written (None when there is none); raises
+    ManifestUnreadable, naming the file and the fix, when it is not a JSON object (or not JSON at all)."""
+    path = directory / layout.MANIFEST
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ManifestUnreadable(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        document = json.loads(data)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise ManifestUnreadable(f"{path}: not a manifest (a JSON object); restore the file")
+    return document
+
+
+def manifest_hash(document: Mapping[str, Any]) -> str:
+    """SHA-256 of the manifest's RFC 8785 canonical JSON: the matrix as resolved. One part of the protocol
+    identity (harness.protocol.identity), and the protocol hash records carried before protocol.json."""
+    return hashlib.sha256(rfc8785.dumps(dict(document))).hexdigest()
 
 
 class TaskEntry(Frozen):

@@ -14,8 +14,9 @@ from agentrel.dsl.api import Verdict
 from agentrel.harness.faults.effects import RepeatedEffect
 from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
 from agentrel.harness.results.event import Event
+from agentrel.harness.results.kinds import AgentKind
 from agentrel.harness.results.attempts import decisive_index
-from agentrel.harness.results.status import TERMINAL, VALID, Status, derived_status, is_damaging
+from agentrel.harness.results.status import TERMINAL, VALID, RunStatus, derived_status, is_damaging, is_passing
 
 RECORD_VERSION = 2  # 2: `version` written on each line; 1: the same fields without it
 
@@ -63,14 +64,14 @@ class RunRecord(BaseModel):
 
     run_id: str
     model: str
-    agent_kind: Literal["model", "reference", "scripted", "external"]
+    agent_kind: AgentKind
     task: str
     condition: str
     run_index: int
     seed: str
     protocol_hash: str
     attempt: int = 1
-    status: Status = "valid"
+    status: RunStatus = "valid"
     verdict: Verdict | None
     error: RunError | None = None
     events: list[Event] = Field(default_factory=list)
@@ -134,8 +135,27 @@ class RunRecord(BaseModel):
         verdict = self.verdict
         if not self.valid or verdict is None:
             return False
-        agent_error = self.error is not None and self.error.kind == "agent"
-        return is_damaging(verdict.outcome, bool(verdict.mutated), agent_error)
+        return is_damaging(verdict.outcome, bool(verdict.mutated), self.agent_error)
+
+    @property
+    def shows_damage(self) -> bool:
+        """Whether the attempt's state shows damage (`status.is_damaging`), whatever its status: the
+        damage evidence a cell never loses (`status.decision_count`)."""
+        verdict = self.verdict
+        return verdict is not None and is_damaging(verdict.outcome, bool(verdict.mutated), self.agent_error)
+
+    @property
+    def passing(self) -> bool:
+        """A measured run that counts as passing (`status.is_passing`: PASS and not damaging)."""
+        verdict = self.verdict
+        if not self.valid or verdict is None:
+            return False
+        return is_passing(verdict.outcome, bool(verdict.mutated), self.agent_error)
+
+    @property
+    def agent_error(self) -> bool:
+        """The agent itself erred (an error of another kind makes the attempt invalid, not the agent's)."""
+        return self.error is not None and self.error.kind == "agent"
 
 
 Attempts = dict[str, list[RunRecord]]  # run id -> its attempts, in file order

@@ -185,7 +185,7 @@ def audit(
                 f"cut a torn last line of {rd.runs} ({rd.torn_bytes} bytes): "
                 "an attempt cut short, which runs again"
             )
-        write_or_check(rd.manifest, manifest)
+        write_or_check(rd.path, manifest)
         identity = identity_of(manifest)
         freeze = load_freeze(rd.path)
         if freeze is not None and (why := frozen_refusal(freeze, manifest)):

@@ -45,7 +45,7 @@ async def run_matrix(
             gate.observe(record)
         retry = not record.terminal and attempt < max_attempts
         progress.attempted(
-            damaging=bool(record.verdict and record.verdict.outcome == "FAIL_DAMAGE"),  # whatever its status
+            damaging=record.shows_damage,  # whatever its status
             invalid=not record.terminal,
             retry=retry,
         )

@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentrel.harness.errors import UserError
+from agentrel.harness.results import layout
 from agentrel.harness.view.evidence import EvidenceStore
 from agentrel.harness.view.host_guard import HostGuard
 from agentrel.harness.view.html import cells_page, headline_page, message_page
@@ -60,7 +61,7 @@ class View:
         from agentrel.harness.damage_pricing import damage_pricing
 
         try:
-            stamp: float | None = (self.path / "manifest.json").stat().st_mtime
+            stamp: float | None = (self.path / layout.MANIFEST).stat().st_mtime
         except OSError:
             stamp = None
         if self._priced is None or self._priced[0] != stamp:

@@ -49,7 +49,7 @@ def audits_in(folder: Path) -> list[Path]:
     return sorted(
         p
         for p in folder.iterdir()
-        if p.is_dir() and ((p / "runs.jsonl").exists() or (p / "manifest.json").exists())
+        if p.is_dir() and ((p / layout.RUNS).exists() or (p / layout.MANIFEST).exists())
     )
 
 

@@ -13,7 +13,7 @@ from html import escape
 from urllib.parse import quote, urlencode
 
 from agentrel.analysis.damage_amount import amount_text
-from agentrel.harness.view.index import Attempt
+from agentrel.harness.results.lines import Attempt
 from agentrel.harness.view.pages import OUTCOMES, Cell, CellQuery, Headline, outcome_of
 from agentrel.harness.view.templates import render, trusted
 

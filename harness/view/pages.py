@@ -17,7 +17,9 @@ from typing import Any
 
 from agentrel.analysis.intervals import clopper_pearson
 from agentrel.analysis.required_k import required_k
-from agentrel.harness.view.index import VALID, Attempt, Snapshot, as_attempt
+from agentrel.harness.results.lines import Attempt, as_attempt
+from agentrel.harness.results.status import VALID
+from agentrel.harness.view.index import Snapshot
 
 SEVERITY_ORDER = {"low": 1, "medium": 2, "high": 3, "critical": 4}
 SEVERITY_NAMES = {v: k for k, v in SEVERITY_ORDER.items()}
@@ -61,7 +63,7 @@ def outcome_of(a: Attempt) -> str:
         return "invalid"
     if a.damaged:
         return "damage"
-    return "pass" if a.outcome == "PASS" else "fail_safe"
+    return "pass" if a.passed else "fail_safe"
 
 
 @dataclass(frozen=True)

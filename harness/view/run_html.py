@@ -10,10 +10,10 @@ from typing import Any
 
 from agentrel.analysis.damage_amount import amount_text, is_unpriced, unpriced_events
 from agentrel.dsl.state import Value
+from agentrel.harness.results.lines import Attempt
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.view.evidence import RunEvidence
 from agentrel.harness.view.html import cells_href, e, layout
-from agentrel.harness.view.index import Attempt
 from agentrel.harness.view.pages import outcome_of
 from agentrel.harness.view.relabel import LabelledChange
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrel.harness.jsontext import strings
-from agentrel.harness.view.index import Attempt
+from agentrel.harness.results.lines import Attempt
 
 LIMIT = 200
 CONTEXT = 70  # characters shown on each side of a hit

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from agentrel.harness.results.lines import Attempt, parse_attempt
+from agentrel.harness.results.lines import fast_row as _fast
+from agentrel.harness.results.lines import full_row as _parsed
 from agentrel.harness.view import index as index_module
-from agentrel.harness.view.index import Attempt, ResultsIndex, _fast, _parsed, parse_attempt
+from agentrel.harness.view.index import ResultsIndex
 from agentrel.harness.view.pages import cells, headline
 
 RECORD = {

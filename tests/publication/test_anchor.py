@@ -12,7 +12,6 @@ import pytest
 
 from agentrel.harness.protocol.canonical import canonical_bytes
 from agentrel.harness.protocol.freeze import (
-    FREEZE_FILE,
     freeze_digest,
     load_freeze,
     make_freeze,
@@ -22,6 +21,7 @@ from agentrel.harness.protocol.identity import identity_of
 from agentrel.harness.protocol.registry import RegistryEntry, read_registry
 from agentrel.harness.publication.anchor import anchor_reasons
 from agentrel.harness.publication.evidence import evidence_from_records
+from agentrel.harness.results import layout
 from tests.publication import factory
 
 
@@ -58,7 +58,7 @@ def _refreeze_without_damage(
         r["task"] for r in _records(results) if r["verdict"] and r["verdict"]["outcome"] == "FAIL_DAMAGE"
     }
     assert damaging == {"itsm-hard"}
-    (results / FREEZE_FILE).unlink()
+    (results / layout.FREEZE).unlink()
     m["tasks"] = [t for t in m["tasks"] if t["id"] not in damaging]
     (results / "manifest.json").write_text(json.dumps(m))
     kept = [r for r in _records(results) if r["task"] not in damaging]
@@ -124,7 +124,7 @@ def test_a_freeze_json_no_registry_entry_anchors_is_refused(tmp_path, default_re
     m = factory.manifest()
     results = factory.results_dir(tmp_path / "r", m)
     freeze = make_freeze(identity_of(m), "mallory", factory.FROZEN_AT)  # written by hand, never anchored
-    (results / FREEZE_FILE).write_bytes(canonical_bytes(freeze.model_dump(mode="json")))
+    (results / layout.FREEZE).write_bytes(canonical_bytes(freeze.model_dump(mode="json")))
     records = factory.complete_records(
         m, identity_of(m).protocol_hash, freeze_digest(freeze), factory.after_freeze()
     )

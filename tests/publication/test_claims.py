@@ -13,7 +13,6 @@ from agentrel.harness.errors import CheckFailed
 from agentrel.harness.protocol.canonical import canonical_bytes
 from agentrel.harness.protocol.claims import claims_bytes, claims_hash
 from agentrel.harness.protocol.freeze import (
-    FREEZE_FILE,
     freeze_digest,
     freeze_json,
     load_freeze,
@@ -21,7 +20,7 @@ from agentrel.harness.protocol.freeze import (
 )
 from agentrel.harness.protocol.identity import identity_of
 from agentrel.harness.publication.publish import publish
-from agentrel.harness.results.layout import CLAIMS
+from agentrel.harness.results.layout import CLAIMS, FREEZE
 from tests.publication import factory
 from tests.publication.test_publish import run_cli
 
@@ -89,7 +88,7 @@ def test_a_freeze_without_claims_keeps_its_bytes_and_digest(tmp_path, registry):
     factory.results_dir(tmp_path, factory.manifest())
     freeze, _ = write_freeze(tmp_path, "alice", now=factory.FROZEN_AT)
     assert freeze.claims_hash is None and "claims_hash" not in freeze_json(freeze)
-    assert (tmp_path / FREEZE_FILE).read_bytes() == canonical_bytes(freeze_json(freeze))
+    assert (tmp_path / FREEZE).read_bytes() == canonical_bytes(freeze_json(freeze))
     assert not (tmp_path / CLAIMS).exists()
 
 
@@ -117,16 +116,16 @@ def test_claims_added_after_the_runs_are_refused(tmp_path, registry):
     factory.results_dir(tmp_path, m, factory.complete_records(m, identity_of(m).protocol_hash, None))
     with pytest.raises(CheckFailed, match=r"already holds 24 recorded runs.*preregistered"):
         write_freeze(tmp_path, "alice", claims=claims_file())
-    assert not (tmp_path / CLAIMS).exists() and not (tmp_path / FREEZE_FILE).exists()
+    assert not (tmp_path / CLAIMS).exists() and not (tmp_path / FREEZE).exists()
 
 
 def test_claims_added_or_changed_after_the_freeze_are_refused(tmp_path, registry):
     factory.results_dir(tmp_path, factory.manifest())
     write_freeze(tmp_path, "alice", now=factory.FROZEN_AT)
-    before = (tmp_path / FREEZE_FILE).read_bytes()
+    before = (tmp_path / FREEZE).read_bytes()
     with pytest.raises(CheckFailed, match="without claims: claims cannot be added or changed after"):
         write_freeze(tmp_path, "alice", claims=claims_file())
-    assert (tmp_path / FREEZE_FILE).read_bytes() == before and not (tmp_path / CLAIMS).exists()
+    assert (tmp_path / FREEZE).read_bytes() == before and not (tmp_path / CLAIMS).exists()
 
     other = tmp_path / "other"
     factory.results_dir(other, factory.manifest())
@@ -157,7 +156,7 @@ def test_a_claims_file_and_freeze_edited_together_break_the_freeze_s_digest(tmp_
     doc["claims"][1]["threshold"] = 0.0
     forged = ClaimsFile.model_validate(doc)
     (results / CLAIMS).write_bytes(claims_bytes(forged))
-    (results / FREEZE_FILE).write_bytes(
+    (results / FREEZE).write_bytes(
         canonical_bytes(freeze_json(freeze.model_copy(update={"claims_hash": claims_hash(forged)})))
     )
     reasons = publish(results).proof.reasons
@@ -180,7 +179,7 @@ def test_the_cli_freezes_claims_and_names_a_bad_field_in_one_line(tmp_path, regi
     )
     code, _, err = run_cli(["protocol", "freeze", results, "--by", "a", "--claims", bad], monkeypatch, capsys)
     assert code != 0 and err.count("\n") == 1 and "claims.yaml" in err and "claims[0].metric" in err
-    assert not (results / FREEZE_FILE).exists()
+    assert not (results / FREEZE).exists()
     good = tmp_path / "good.json"
     good.write_text(json.dumps(CLAIMS_DOC))
     code, out, err = run_cli(

@@ -9,7 +9,6 @@ from pydantic import ValidationError
 
 from agentrel.harness.errors import UsageError
 from agentrel.harness.protocol.conformance import (
-    ENVIRONMENT_FILE,
     conform,
     read_execution_environment,
     write_execution_environment,
@@ -28,6 +27,7 @@ from agentrel.harness.protocol.environment import (
     observe_environment,
     observe_factor,
 )
+from agentrel.harness.results import layout
 
 SERVER_TEXT = SourceContract(
     kind="sql", locator="SHOW server_version", parser="pg_version_text", parser_version=1
@@ -220,7 +220,7 @@ def test_known_answer_hashes():
 def test_the_file_is_written_once_and_a_nonconforming_resume_is_refused(tmp_path):
     env = _env()
     path = write_execution_environment(tmp_path / "r", env)
-    assert path.name == ENVIRONMENT_FILE and read_execution_environment(path) == env
+    assert path.name == layout.EXECUTION_ENVIRONMENT and read_execution_environment(path) == env
     assert not list((tmp_path / "r").glob(".*tmp"))
     before = path.read_bytes()
     write_execution_environment(tmp_path / "r", env)

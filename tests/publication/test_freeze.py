@@ -8,13 +8,13 @@ import pytest
 from agentrel.harness.errors import CheckFailed, UsageError, UserError
 from agentrel.harness.protocol.canonical import canonical_bytes
 from agentrel.harness.protocol.freeze import (
-    FREEZE_FILE,
     freeze_digest,
     frozen_refusal,
     load_freeze,
     write_freeze,
 )
 from agentrel.harness.protocol.identity import identity_of
+from agentrel.harness.results import layout
 from tests.publication.factory import FROZEN_AT, manifest, results_dir
 
 
@@ -25,7 +25,7 @@ def test_a_draft_has_no_freeze_and_freezing_writes_canonical_bytes(tmp_path):
     freeze, wrote = write_freeze(tmp_path, "  alice ", now=FROZEN_AT)
     assert wrote and freeze.by == "alice" and freeze.at == "2026-01-02T09:00:00Z"
     assert freeze.protocol_hash == identity_of(m).protocol_hash
-    assert (tmp_path / FREEZE_FILE).read_bytes() == canonical_bytes(
+    assert (tmp_path / layout.FREEZE).read_bytes() == canonical_bytes(
         freeze.model_dump(mode="json", exclude_none=True)
     )
     assert load_freeze(tmp_path) == freeze
@@ -43,11 +43,11 @@ def test_a_changed_protocol_after_the_freeze_is_an_amendment_and_refused(tmp_pat
     m = manifest()
     results_dir(tmp_path, m)
     write_freeze(tmp_path, "alice", now=FROZEN_AT)
-    before = (tmp_path / FREEZE_FILE).read_bytes()
+    before = (tmp_path / layout.FREEZE).read_bytes()
     (tmp_path / "manifest.json").write_text(json.dumps({**m, "max_attempts": 5}))
     with pytest.raises(CheckFailed, match=r"differs: matrix_hash, manifest_hash.*amendment"):
         write_freeze(tmp_path, "alice")
-    assert (tmp_path / FREEZE_FILE).read_bytes() == before
+    assert (tmp_path / layout.FREEZE).read_bytes() == before
 
 
 def test_the_runner_s_check_names_the_part_that_differs(tmp_path):
@@ -66,6 +66,6 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
     results_dir(tmp_path, manifest())
     with pytest.raises(UsageError, match="--by"):
         write_freeze(tmp_path, " ")
-    (tmp_path / FREEZE_FILE).write_text('{"format": "agentrel-freeze/1"}')
+    (tmp_path / layout.FREEZE).write_text('{"format": "agentrel-freeze/1"}')
     with pytest.raises(UserError, match="not a freeze record"):
         load_freeze(tmp_path)
