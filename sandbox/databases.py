@@ -57,9 +57,9 @@ class Databases:
 
     def __init__(self, server: Server, cache_dir: Path | None = None, env: Environment | None = None) -> None:
         if env is None:
-            from agentrel.sandbox.environments import current
+            from agentrel.sandbox.environments.registry import default
 
-            env = current()
+            env = default()  # an environment is handed down; none named is the built-in
         self.server = server
         self.env = env
         self.cache_dir = cache_dir

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from agentrel.harness import defaults
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image, chosen_environment
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
@@ -384,12 +384,14 @@ def audit(
             )
     # --- end sequential audits ---
     patterns = split_list(tasks or [defaults.TASKS])
-    results = results or default_results_dir([*models, *(e.subject for e in external)], k, patterns)
+    environment = chosen_environment(env)  # [envvalue] the --env value, handed down through the sandbox
+    subjects = [*models, *(e.subject for e in external)]
+    results = results or default_results_dir(subjects, k, patterns, environment.name)
     slots = resolve_executor(executor, ray_address, workers)
     aliases = [_alias(a) for a in split_list(model_alias or [])]
     try:
         with terminate_like_interrupt(), sandbox_errors():
-            sb = Sandbox.open(dsn, backend, image=image)
+            sb = Sandbox.open(dsn, backend, image=image, env=environment)  # [envvalue]
             outcome = run_audit(
                 models=models,
                 k=k,

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, Image
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.cli.tables import emit
 from agentrel.harness.errors import UsageError
@@ -21,13 +21,14 @@ err = Console(stderr=True, highlight=False)
 
 
 @app.command("list")
-def list_() -> None:
-    """Every environment this installation can audit on: built-in and from installed packages."""
-    from agentrel.sandbox.environments.registry import current_name, load, names
+def list_(env: EnvName = None) -> None:
+    """Every environment this installation can audit on: built-in and from installed packages; the one
+    `--env` (or AGENTREL_ENV) selects is marked."""
+    from agentrel.sandbox.environments.registry import DEFAULT, load, names
     from agentrel.sandbox.servers.base import SandboxError
 
     rows: list[list[str]] = []
-    selected = current_name()
+    selected = env or DEFAULT
     for name in names():
         try:
             env = load(name)
@@ -54,14 +55,14 @@ def check(
     failure, each named by its table, task or tool."""
     from agentrel.harness.env_check import check_environment
     from agentrel.harness.tasks import load_suite
-    from agentrel.sandbox.environments.registry import UnknownEnvironment, select
+    from agentrel.sandbox.environments.registry import UnknownEnvironment, load
     from agentrel.sandbox.sandbox import Sandbox
 
     try:
-        env = select(name)  # the suite below is read in this environment's terms
+        env = load(name)
     except UnknownEnvironment as exc:
         raise UsageError(str(exc)) from None
-    suite = load_suite(patterns=tasks)
+    suite = load_suite(patterns=tasks, env=env)
 
     def say(message: str) -> None:  # on stderr, piped or not: a check takes minutes
         err.print(f"agentrel: env check {name}: {message}", markup=False, soft_wrap=True)

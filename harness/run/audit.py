@@ -41,7 +41,7 @@ from agentrel.harness.run.progress import ProgressManager
 from agentrel.harness.run.recipe import RunRecipe, build_context, resolve_agents
 from agentrel.harness.stopping import CellGate, StoppingRule
 from agentrel.harness.tasks import load_suite
-from agentrel.sandbox.environments.registry import DEFAULT, current_name
+from agentrel.sandbox.environments.registry import DEFAULT
 from agentrel.sandbox.sandbox import Sandbox
 
 MAX_TEMPERATURE = 2.0  # the widest range any provider accepts
@@ -59,14 +59,15 @@ class AuditOutcome:
     gate: CellGate | None = None  # --until: per-cell decisions and the runs they left unrun
 
 
-def default_results_dir(models: list[str], k: int, task_patterns: list[str] | None) -> Path:
-    """results/<models>-k<K>[-<tasks>], prefixed with the environment's name when it is not the built-in
-    one: the same audit on two environments is two protocols, so it needs two directories."""
+def default_results_dir(
+    models: list[str], k: int, task_patterns: list[str] | None, env: str = DEFAULT
+) -> Path:
+    """results/<models>-k<K>[-<tasks>], prefixed with the environment's name (`env`) when it is not the
+    built-in one: the same audit on two environments is two protocols, so it needs two directories."""
     slug = "+".join(m.replace("/", "_") for m in models)
     scope = (
         "" if not task_patterns or task_patterns == ["*"] else "-" + "+".join(task_patterns).replace("*", "x")
     )
-    env = current_name()
     return Path("results") / f"{'' if env == DEFAULT else env + '-'}{slug}-k{k}{scope}"
 
 
@@ -103,6 +104,7 @@ def audit(
     """`external`: agent programs (`--agent`); `session`: a person's MCP session recorded as a subject
     (`mcp serve --results`, this process's executor only); `limit`: attempt at most this many pending
     runs in this invocation (a session records one run at a time)."""
+    env = sandbox.env  # [envvalue] the audit's environment, a value: suite, prices and catalogue are its
     declared = [resolve_condition(c) for c in dict.fromkeys(conditions or [defaults.CONDITION])]
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
@@ -150,11 +152,11 @@ def audit(
                 preflight()
             except ConfigError as exc:
                 raise EnvironmentFailure(str(exc)) from None
-    load_prices(prices_path)  # a bad price table stops the audit here, before anything is spent
-    tasks = load_suite(patterns=task_patterns)
+    load_prices(prices_path, env)  # a bad price table stops the audit here, before anything is spent
+    tasks = load_suite(patterns=task_patterns, env=env)  # [envvalue]
     schedule = None
     if faults is not None:
-        tools = sandbox.env.tools()
+        tools = env.tools()
         by_task = {t.id: {n: tools[n] for n in t.tools if n in tools} for t in tasks}
         schedule = resolve(load_schedule(faults), by_task, source=faults)
         if "clean" not in by_name:  # every fault run is paired with its clean twin on the same seed
@@ -164,7 +166,7 @@ def audit(
         recipe = recipe.model_copy(
             update={"schedule": schedule, "conditions": declared, "fault_timeout_s": fault_timeout_s}
         )
-    catalogue = load_catalogue() if any(c.adversarial for c in declared) else None
+    catalogue = load_catalogue(env=env) if any(c.adversarial for c in declared) else None  # [envvalue]
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
     # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
     # (which would walk every row of every template at each labelling), without pausing the collector.

@@ -78,11 +78,12 @@ def build_context(
     catalogue: Catalogue | None = None,
 ) -> RunContext:
     """The slot's context; the driver passes what it already built, a remote slot builds all of it."""
-    tasks = tasks if tasks is not None else load_suite(patterns=recipe.task_patterns)
+    env = sandbox.env  # the environment is the sandbox's: its suite, catalogue and prices
+    tasks = tasks if tasks is not None else load_suite(patterns=recipe.task_patterns, env=env)
     prepared = prepared if prepared is not None else {t.id: prepare(sandbox, t) for t in tasks}
     by_name = {c.name: c for c in recipe.conditions}
     if catalogue is None and any(c.adversarial for c in recipe.conditions):
-        catalogue = load_catalogue()
+        catalogue = load_catalogue(env=env)
 
     def conditions(plan: RunPlan) -> RunCondition:
         return for_run(by_name[plan.condition], prepared[plan.task], plan.seed, catalogue)
@@ -92,7 +93,7 @@ def build_context(
         prepared,
         agents if agents is not None else resolve_agents(recipe),
         recipe.protocol_hash,
-        load_prices(Path(recipe.prices_path) if recipe.prices_path else None),
+        load_prices(Path(recipe.prices_path) if recipe.prices_path else None, env),
         recipe.max_steps,
         recipe.run_timeout_s,
         conditions=conditions,

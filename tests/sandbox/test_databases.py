@@ -10,7 +10,8 @@ import pytest
 
 from agentrel.dsl.state import load
 from agentrel.sandbox.dump import dump_database
-from agentrel.sandbox.seed import generate
+from agentrel.sandbox.environments.enterprise.schema import table_infos
+from agentrel.sandbox.environments.enterprise.seed import generate
 from agentrel.sandbox.servers.local import LocalCluster
 
 
@@ -30,9 +31,9 @@ def test_run_databases_are_isolated_from_each_other_and_from_the_template(sandbo
                 "DELETE FROM group_members WHERE (group_id, user_id) IN "
                 "(SELECT group_id, user_id FROM group_members LIMIT 1)"
             )
-        changed = dump_database(sandbox.server.conninfo(a)).digest()
+        changed = dump_database(sandbox.server.conninfo(a), table_infos().values()).digest()
         assert changed != tpl.digest
-        assert dump_database(sandbox.server.conninfo(b)).digest() == tpl.digest
+        assert dump_database(sandbox.server.conninfo(b), table_infos().values()).digest() == tpl.digest
         assert sandbox.dbs.dump_template(tpl.name).digest() == tpl.digest
     finally:
         sandbox.dbs.drop(a)
@@ -46,7 +47,7 @@ def test_changing_one_value_in_one_row_changes_the_digest(sandbox):
     try:
         with psycopg.connect(sandbox.server.conninfo(run), autocommit=True) as conn:
             conn.execute("UPDATE contacts SET phone = phone || '0' WHERE id = 7")
-        assert dump_database(sandbox.server.conninfo(run)).digest() != tpl.digest
+        assert dump_database(sandbox.server.conninfo(run), table_infos().values()).digest() != tpl.digest
     finally:
         sandbox.dbs.drop(run)
 
@@ -129,7 +130,7 @@ def test_post_run_dump_rereads_exactly_the_written_tables(sandbox):
             )
             conn.execute("UPDATE cases SET state = state WHERE id = -1")  # no row: still marked, harmless
             assert tracking.touched(conn) == {"invoices", "user_roles", "cases"}
-        fast, full = dump_run(conninfo, before), dump_database(conninfo)
+        fast, full = dump_run(conninfo, before), dump_database(conninfo, table_infos().values())
         assert fast.digest(before) == full.digest() != before.digest()
         assert fast.tables["accounts"] is before.tables["accounts"]  # unwritten: shared, not re-read
     finally:
@@ -149,7 +150,7 @@ def test_an_external_server_by_dsn_serves_templates_and_runs(sandbox):
     assert tpl.digest == sandbox.seed_template().digest
     run = dbs.create_run(tpl)
     try:
-        assert dump_database(server.conninfo(run)).digest() == tpl.digest
+        assert dump_database(server.conninfo(run), table_infos().values()).digest() == tpl.digest
         # A server the user runs may want passwords: the run's role gets one, known only in memory.
         assert "password=" in dbs.tool_conninfo(run)
         with psycopg.connect(dbs.tool_conninfo(run)) as conn:
