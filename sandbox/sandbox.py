@@ -44,7 +44,7 @@ class Sandbox:
         self.seed = seed
         self.scale = scale
         self.env = env  # what the templates are built from (sandbox/environments/)
-        self.dbs = Databases(server, cache_dir=self.home / "dumps", env=env)
+        self.dbs = Databases(server, env, cache_dir=self.home / "dumps")
 
     @classmethod
     def open(

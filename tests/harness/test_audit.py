@@ -267,17 +267,15 @@ def test_a_spec_naming_an_unknown_table_stops_the_audit_before_any_run(sandbox, 
     assert not (results / "runs.jsonl").exists()
 
 
-def test_the_same_audit_on_two_environments_gets_two_default_directories(monkeypatch):
+def test_the_same_audit_on_two_environments_gets_two_default_directories():
     """The README's two τ² audits, run one after the other without --results, once shared a directory
     and the second was refused as a changed protocol."""
     from agentrel.harness.run.audit import default_results_dir
 
-    monkeypatch.setenv("AGENTREL_ENV", "agentrel-enterprise")
     assert default_results_dir(["reference/stochastic"], 8, None) == Path("results/reference_stochastic-k8")
     dirs = set()
     for env in ("tau2-airline", "tau2-retail"):
-        monkeypatch.setenv("AGENTREL_ENV", env)
-        dirs.add(default_results_dir(["reference/stochastic"], 8, None))
+        dirs.add(default_results_dir(["reference/stochastic"], 8, None, env))
     assert dirs == {
         Path("results/tau2-airline-reference_stochastic-k8"),
         Path("results/tau2-retail-reference_stochastic-k8"),

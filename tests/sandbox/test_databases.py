@@ -10,9 +10,12 @@ import pytest
 
 from agentrel.dsl.state import load
 from agentrel.sandbox.dump import dump_database
+from agentrel.sandbox.environments import default
 from agentrel.sandbox.environments.enterprise.schema import table_infos
 from agentrel.sandbox.environments.enterprise.seed import generate
 from agentrel.sandbox.servers.local import LocalCluster
+
+ENTERPRISE = default()
 
 
 def test_seed_template_matches_the_generated_data(sandbox):
@@ -82,7 +85,8 @@ def test_orphaned_run_databases_from_a_crash_are_dropped_at_next_start(sandbox, 
         import os, sys, time
         from agentrel.sandbox.servers.local import LocalCluster
         from agentrel.sandbox.databases import Databases, Template
-        dbs = Databases(LocalCluster())
+        from agentrel.sandbox.environments import default
+        dbs = Databases(LocalCluster(), default())
         name = dbs.create_run(Template({sandbox.seed_template().name!r}, ""))
         print(name, flush=True)
         time.sleep(60)
@@ -145,7 +149,7 @@ def test_an_external_server_by_dsn_serves_templates_and_runs(sandbox):
     server = resolve_server(dsn=sandbox.server.conninfo("postgres"))
     assert isinstance(server, ExternalServer)
     server.ensure_running()
-    dbs = Databases(server)
+    dbs = Databases(server, sandbox.env)
     tpl = dbs.seed_template()
     assert tpl.digest == sandbox.seed_template().digest
     run = dbs.create_run(tpl)
@@ -170,13 +174,13 @@ def test_a_cluster_deleted_without_destroy_leaves_no_run_space_that_blocks_the_n
     if first.run_space is None:
         pytest.skip("no RAM-backed /dev/shm on this machine: runs live in the data directory")
     first.ensure_running()
-    Databases(first).run_tablespace()
+    Databases(first, ENTERPRISE).run_tablespace()
     first.stop()
     shutil.rmtree(home)  # the home removed by hand: the run space stays
     assert first.run_space is not None and any(first.run_space.iterdir())
     second = LocalCluster(home)
     try:
         second.ensure_running()
-        assert Databases(second).run_tablespace() is not None
+        assert Databases(second, ENTERPRISE).run_tablespace() is not None
     finally:
         second.destroy()

@@ -123,7 +123,7 @@ def test_an_owner_that_cannot_create_roles_runs_unconfined_with_a_warning(sandbo
         owner = {k: v for k, v in conninfo_to_dict(sandbox.server.conninfo("postgres")).items()}
         owner.pop("passfile")
         dsn = make_conninfo("", **{**owner, "user": "agentrel_test_plain", "password": "plain-pw"})
-        dbs = Databases(ExternalServer(dsn))
+        dbs = Databases(ExternalServer(dsn), sandbox.env)
         assert dbs.confined() is False and dbs.confined() is False
         assert capsys.readouterr().err.count("cannot create roles") == 1
         assert dbs.tool_conninfo("agentrel_run_x") == dbs.server.conninfo("agentrel_run_x")
