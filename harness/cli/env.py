@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
+from agentrel.harness.cli.options import Backend, Dsn, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.cli.tables import emit
 from agentrel.harness.errors import UsageError
@@ -20,8 +20,15 @@ out = Console()
 err = Console(stderr=True, highlight=False)
 
 
+# Not the checked `--env` of the other commands: the list is where a wrong name is found out.
+Marked = Annotated[
+    str | None,
+    typer.Option("--env", envvar="AGENTREL_ENV", help="Mark this environment as the selected one."),
+]
+
+
 @app.command("list")
-def list_(env: EnvName = None) -> None:
+def list_(env: Marked = None) -> None:
     """Every environment this installation can audit on: built-in and from installed packages; the one
     `--env` (or AGENTREL_ENV) selects is marked."""
     from agentrel.sandbox.environments.registry import DEFAULT, load, names
@@ -31,12 +38,12 @@ def list_(env: EnvName = None) -> None:
     selected = env or DEFAULT
     for name in names():
         try:
-            env = load(name)
+            found = load(name)
         except SandboxError as exc:
             rows.append([name, "-", "-", f"cannot load: {exc}"])
             continue
         mark = " (selected)" if name == selected else ""
-        rows.append([name + mark, env.fingerprint()[:12], ", ".join(env.verticals), env.describe()])
+        rows.append([name + mark, found.fingerprint()[:12], ", ".join(found.verticals), found.describe()])
     emit(["name", "fingerprint", "verticals", "description"], rows, console=out)
 
 

@@ -25,6 +25,7 @@ AIRLINE = registry.load("tau2-airline")
 READERS = {
     "sandbox/environments/registry.py",  # ENV_VAR, child_environ, from_environ
     "harness/cli/options.py",  # the CLI's --env option default (click's envvar)
+    "harness/cli/env.py",  # `env list --env`: the same default, only marked, never refused
     "harness/faults/server.py",  # the tool server's main
     "harness/faults/process.py",  # writes the name into a spare's variables (child_environ)
     "harness/inspect_tasks/tasks.py",  # Inspect's entry point: the process Inspect runs in
