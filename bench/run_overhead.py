@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentrel.dsl.state import Value
 from agentrel.sandbox.dump import dump_database, dump_run
+from agentrel.sandbox.environments.enterprise.schema import ddl, sorted_tables, table_infos
+from agentrel.sandbox.environments.enterprise.seed import generate
 from agentrel.sandbox.sandbox import Sandbox
-from agentrel.sandbox.schema import ddl, sorted_tables
-from agentrel.sandbox.seed import generate
 from agentrel.sandbox.servers import SandboxError, Server
 from agentrel.sandbox.servers.local import LocalCluster
 
@@ -99,7 +99,7 @@ def naive_run(sb: Sandbox, name: str, script: str) -> None:
         with psycopg.connect(sb.server.conninfo(name), autocommit=True) as conn:
             conn.execute(script)
             conn.execute(RUN_WRITES)
-        dump_database(sb.server.conninfo(name))
+        dump_database(sb.server.conninfo(name), table_infos().values())
     finally:
         sb.dbs.drop(name)
 

@@ -42,7 +42,7 @@ from agentrel.harness.results.directory import ResultsDir  # noqa: E402
 from agentrel.harness.tasks import load_suite  # noqa: E402
 from agentrel.harness.view.app import bind, create_app, serve  # noqa: E402
 from agentrel.harness.view.index import ResultsIndex  # noqa: E402
-from agentrel.sandbox.seed import generate  # noqa: E402
+from agentrel.sandbox.environments.enterprise.seed import generate  # noqa: E402
 
 AGENTS = [f"vendor{i}/model-{i}" for i in range(10)]
 CONDITIONS = ["clean", "noisy"]

@@ -15,11 +15,14 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentrel.analysis.export import DamagePricing
 from agentrel.harness.results import layout
 from agentrel.harness.results.manifest import ManifestUnreadable, read_manifest
+
+if TYPE_CHECKING:
+    from agentrel.sandbox.environments.contract import Environment
 
 
 def _rules(spec: Any) -> dict[tuple[str, str], bool]:
@@ -55,14 +58,13 @@ def damage_pricing(results: Path) -> DamagePricing:
     from agentrel.sandbox.servers.base import SandboxError
 
     try:
-        with recorded_environment(manifest):
-            priced = _priced_rules(manifest)
+        priced = _priced_rules(manifest, recorded_environment(manifest))
     except SandboxError:  # the recorded environment is not installed here: nothing can be looked up
         priced = {}
     return DamagePricing(priced, _key_names(results))
 
 
-def _priced_rules(manifest: dict[str, Any]) -> dict[tuple[str, str], bool]:
+def _priced_rules(manifest: dict[str, Any], env: Environment) -> dict[tuple[str, str], bool]:
     """(spec, rule) -> whether the rule has a price, for the specs the audit ran that are unchanged: the
     tasks' (by each spec digest the manifest recorded) and the injected goals' (by the catalogue digest)."""
     from agentrel.dsl.api import DslError, load_spec
@@ -72,7 +74,7 @@ def _priced_rules(manifest: dict[str, Any]) -> dict[tuple[str, str], bool]:
     priced: dict[tuple[str, str], bool] = {}
     recorded = {t["id"]: t.get("spec_digest") for t in manifest.get("tasks", []) if isinstance(t, dict)}
     try:
-        suite = {t.id: t for t in load_suite()}
+        suite = {t.id: t for t in load_suite(env=env)}
     except UserError:
         suite = {}
     for task_id, digest in recorded.items():
@@ -87,7 +89,7 @@ def _priced_rules(manifest: dict[str, Any]) -> dict[tuple[str, str], bool]:
         try:
             from agentrel.harness.conditions.catalogue import load_catalogue
 
-            catalogue = load_catalogue()
+            catalogue = load_catalogue(env=env)
             if catalogue.digest == digest:
                 for spec in catalogue.specs.values():
                     priced.update(_rules(spec))

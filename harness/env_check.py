@@ -290,7 +290,7 @@ def check_environment(
     problems = check_seed(sb)
     if any(p.check == "seed" for p in problems):
         return problems  # nothing built on a seed that moves can be checked
-    suite = list(tasks) if tasks is not None else load_suite()
+    suite = list(tasks) if tasks is not None else load_suite(env=sb.env)
     if not suite:
         problems.append(Problem("prove", sb.env.name, "the suite has no tasks"))
     for number, task in enumerate(suite, 1):

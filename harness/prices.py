@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
 from agentrel.harness.errors import UserError
 from agentrel.harness.yamlfile import field_problem, read_yaml
+
+if TYPE_CHECKING:
+    from agentrel.sandbox.environments.contract import Environment
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.yaml")
 
@@ -17,12 +21,10 @@ class Price(BaseModel):
     output_per_mtok: float
 
 
-def load_prices(path: Path | None = None) -> dict[str, Price]:
-    """The table at `path`, else the current environment's (by default DEFAULT_TABLE)."""
+def load_prices(path: Path | None = None, env: Environment | None = None) -> dict[str, Price]:
+    """The table at `path`, else `env`'s (`Environment.prices_path()`; None: the built-in's DEFAULT_TABLE)."""
     if path is None:
-        from agentrel.sandbox.environments import current
-
-        path = current().prices_path()
+        path = env.prices_path() if env is not None else DEFAULT_TABLE
     raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected a mapping of model name to its prices")

@@ -14,7 +14,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from agentrel.harness.errors import UsageError, UserError
 from agentrel.harness.suite_paths import ENV, suite_root, tasks_dir
@@ -32,6 +40,17 @@ Lever = Literal[
     "scope_trap",
 ]
 Outcome = Literal["PASS", "FAIL_SAFE", "FAIL_DAMAGE"]
+
+
+def _environment(info: ValidationInfo) -> Environment:
+    """The environment a task file is read for (`load_task(env=)`); a task validated without one is the
+    built-in's."""
+    env = (info.context or {}).get("environment")
+    if env is None:
+        from agentrel.sandbox.environments.registry import default
+
+        env = default()
+    return env  # type: ignore[no-any-return]
 
 
 class Strict(BaseModel):
@@ -98,6 +117,10 @@ class Task(Strict):
     oracle: Script
     counterexamples: dict[str, Script]
     rationale: str = ""
+    # The suite folder the file was read from (`load_task`): its `spec` is relative to it, whichever
+    # environment another part of the process is working on. Not a field: the file does not say it.
+    _suite_root: Path | None = PrivateAttr(default=None)
+    _environment: str | None = PrivateAttr(default=None)  # the name of the environment it was read for
 
     @model_validator(mode="before")
     @classmethod
@@ -107,9 +130,7 @@ class Task(Strict):
         environment measures (cancel instead of modify)."""
         if not isinstance(data, dict):
             return data
-        from agentrel.sandbox.environments import current
-
-        env = (info.context or {}).get("environment") or current()
+        env = _environment(info)
         if not env.whole_toolset:
             return data
         every = sorted(env.tools())
@@ -133,14 +154,20 @@ class Task(Strict):
     @field_validator("vertical")
     @classmethod
     def _known_vertical(cls, v: str, info: ValidationInfo) -> str:
-        from agentrel.sandbox.environments import current
-
-        # The environment whose suite the file is read from (`load_task(env=)`), else the current one.
-        env = (info.context or {}).get("environment") or current()
+        env = _environment(info)
         if v not in env.verticals:
             shown = ", ".join(repr(x) for x in env.verticals)
             raise ValueError(f"{v!r} is not a vertical of environment {env.name} (one of {shown})")
         return v
+
+    @model_validator(mode="after")
+    def _remember_suite(self, info: ValidationInfo) -> Task:
+        context = info.context or {}
+        if context.get("suite_root") is not None:
+            self._suite_root = Path(context["suite_root"])
+        if context.get("environment") is not None:
+            self._environment = context["environment"].name
+        return self
 
     @model_validator(mode="after")
     def _scripts(self) -> Task:
@@ -163,7 +190,21 @@ class Task(Strict):
 
     @cached_property
     def spec_path(self) -> Path:
-        return suite_root() / self.spec
+        """The damage spec, in the suite the task was read from (a task built in code: the built-in's,
+        or AGENTREL_SUITE_DIR's)."""
+        return self.suite_root / self.spec
+
+    @property
+    def suite_root(self) -> Path:
+        """The folder holding the task's tasks/ and damage_specs/ (its injection catalogue among them)."""
+        return self._suite_root or suite_root()
+
+    @property
+    def environment(self) -> Environment:
+        """The environment the task was read for (`load_task(env=)`; a task built in code: the built-in)."""
+        from agentrel.sandbox.environments import registry
+
+        return registry.load(self._environment) if self._environment else registry.default()
 
     def fixture_digest(self) -> str:
         return hashlib.sha256(self.fixture_sql.encode()).hexdigest()
@@ -172,22 +213,27 @@ class Task(Strict):
         return hashlib.sha256(self.spec_path.read_bytes()).hexdigest()
 
 
-def load_task(path: Path, env: Environment | None = None) -> Task:
-    """One task file, checked against `env`'s verticals (default: the current environment's)."""
-    task = load_model(Task, path, {"environment": env} if env is not None else None)
+def load_task(path: Path, env: Environment | None = None, suite: Path | None = None) -> Task:
+    """One task file, checked against `env`'s verticals and tools (None: the built-in environment's);
+    `suite`: the folder holding its tasks/ and damage_specs/ (default: the file's tasks/<vertical>/'s)."""
+    if env is None:
+        from agentrel.sandbox.environments.registry import default
+
+        env = default()
+    root = suite if suite is not None else path.parent.parent.parent
+    task = load_model(Task, path, {"environment": env, "suite_root": root})
     if path.stem != task.id:
         raise UserError(f"{path}: field id: {task.id!r} must match the file name {path.stem!r}")
-    from agentrel.sandbox.environments import current
-
-    if path.parent.name in (env or current()).verticals and path.parent.name != task.vertical:
+    if path.parent.name in env.verticals and path.parent.name != task.vertical:
         raise UserError(
             f"{path}: field vertical: {task.vertical!r} disagrees with its folder {path.parent.name!r}"
         )
     return task
 
 
-def task_files(root: Path | None = None) -> list[Path]:
-    root = root or tasks_dir()
+def task_files(root: Path | None = None, env: Environment | None = None) -> list[Path]:
+    """The task files under `root` (default: `env`'s tasks/, the built-in's when None)."""
+    root = root or tasks_dir(env)
     if not root.is_dir():
         # Without this a wrong AGENTREL_SUITE_DIR reads as an empty suite.
         raise UserError(f"{root}: no such tasks folder (set {ENV} to a folder holding tasks/)")
@@ -197,12 +243,18 @@ def task_files(root: Path | None = None) -> list[Path]:
 def load_suite(
     root: Path | None = None, patterns: list[str] | None = None, env: Environment | None = None
 ) -> list[Task]:
-    """All tasks under `root`, optionally filtered by id glob patterns; unknown ids are an error. `env`:
-    the environment the suite belongs to, when it is not the current one (`agentrel view`)."""
+    """All tasks of `env` (None: the built-in environment), read from `root` (a tasks/ folder; default
+    the environment's, or AGENTREL_SUITE_DIR's), optionally filtered by id glob patterns; unknown ids
+    are an error. Each task keeps the suite folder it was read from (`Task.spec_path`)."""
     from fnmatch import fnmatch
 
+    if env is None:
+        from agentrel.sandbox.environments.registry import default
+
+        env = default()
+    root = root or tasks_dir(env)
     files = task_files(root)
-    tasks = [load_task(p, env) for p in files]
+    tasks = [load_task(p, env, root.parent) for p in files]
     first: dict[str, Path] = {}
     for path, task in zip(files, tasks, strict=True):
         if task.id in first:

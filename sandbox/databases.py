@@ -55,11 +55,8 @@ class Template:
 class Databases:
     """Creates and drops AgentRel databases on one server. Connections are short-lived and autocommit."""
 
-    def __init__(self, server: Server, cache_dir: Path | None = None, env: Environment | None = None) -> None:
-        if env is None:
-            from agentrel.sandbox.environments import current
-
-            env = current()
+    def __init__(self, server: Server, env: Environment, cache_dir: Path | None = None) -> None:
+        # The environment is handed down (Sandbox(env=)): the machinery never looks one up.
         self.server = server
         self.env = env
         self.cache_dir = cache_dir

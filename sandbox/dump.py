@@ -19,7 +19,6 @@ from psycopg.types.string import TextLoader
 
 from agentrel.dsl.state import State, TableInfo, TableState
 from agentrel.sandbox import tracking
-from agentrel.sandbox.schema import ddl, sorted_tables
 
 
 class _UtcTimestampLoader(Loader):
@@ -91,14 +90,10 @@ def dump_run(conninfo: str, base: State) -> State:
     return state
 
 
-def dump_database(conninfo: str, infos: Iterable[TableInfo] | None = None, workers: int = 2) -> State:
-    """Every row of every table in the diff (`infos`, by default the current environment's). Two
+def dump_database(conninfo: str, infos: Iterable[TableInfo], workers: int = 2) -> State:
+    """Every row of every table in the diff (`infos`: the environment's `table_infos()`). Two
     connections share the tables: a fresh clone's first reads are dominated by cold buffers and catalog
     lookups, which the server can serve in parallel."""
-    if infos is None:
-        from agentrel.sandbox.environments import current
-
-        infos = current().table_infos().values()
     infos = list(infos)
     state = State.empty(infos)
     shares = [infos[i::workers] for i in range(workers)]
@@ -108,14 +103,10 @@ def dump_database(conninfo: str, infos: Iterable[TableInfo] | None = None, worke
     return state
 
 
-def create_schema(conn: psycopg.Connection) -> None:
-    conn.execute(ddl())
-
-
-def load_state(conn: psycopg.Connection, state: State, order: Iterable[str] | None = None) -> None:
+def load_state(conn: psycopg.Connection, state: State, order: Iterable[str]) -> None:
     """COPY every row of `state` into the (empty, schema-created) database, tables in `order` (parents
-    first; by default the enterprise schema's), then advance the sequences of `id` keys."""
-    for name in order if order is not None else [t.name for t in sorted_tables()]:
+    first), then advance the sequences of `id` keys."""
+    for name in order:
         ts = state.tables[name]
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in ts.info.columns)
         stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(name), cols)

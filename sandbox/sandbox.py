@@ -36,15 +36,15 @@ class Sandbox:
         if scale < 1:
             raise SandboxError(f"--scale must be a positive integer, got {scale}")
         if env is None:
-            from agentrel.sandbox.environments import current
+            from agentrel.sandbox.environments.registry import default
 
-            env = current()
+            env = default()  # an environment is handed down; none named is the built-in
         self.server = server
         self.home = home or default_home()
         self.seed = seed
         self.scale = scale
         self.env = env  # what the templates are built from (sandbox/environments/)
-        self.dbs = Databases(server, cache_dir=self.home / "dumps", env=env)
+        self.dbs = Databases(server, env, cache_dir=self.home / "dumps")
 
     @classmethod
     def open(

@@ -64,11 +64,11 @@ def oracle_changes(env_name: str, task_id: str) -> tuple[list[RowChange], Mappin
     from agentrel.harness.prove import scripted_run
     from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
-    from agentrel.sandbox.environments import select
+    from agentrel.sandbox.environments import load
     from agentrel.sandbox.sandbox import Sandbox
 
-    env = select(env_name)
-    task = next((t for t in load_suite() if t.id == task_id), None)
+    env = load(env_name)
+    task = next((t for t in load_suite(env=env) if t.id == task_id), None)
     if task is None:
         raise SystemExit(f"no task {task_id!r} in environment {env_name}")
     sb = Sandbox.open(env=env)

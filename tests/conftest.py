@@ -8,30 +8,36 @@ from pathlib import Path
 
 import pytest
 
-ENV_VAR = "AGENTREL_ENV"  # the process-wide environment selection (sandbox/environments/registry.py)
+ENV_VAR = "AGENTREL_ENV"  # written only into child processes' variables (sandbox/environments/registry.py)
 _SESSION_ENV = os.environ.get(ENV_VAR)
 
 
+def _changed() -> str | None:
+    now = os.environ.get(ENV_VAR)
+    if now == _SESSION_ENV:
+        return None
+    if _SESSION_ENV is None:  # put back, so one culprit fails and not every test after it
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = _SESSION_ENV
+    return f"{ENV_VAR} changed in this process ({_SESSION_ENV!r} -> {now!r})"
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """A test module that selects an environment when imported changes it for every later test in its
-    worker (a τ² environment under the enterprise suite's tests): refuse the session at once."""
-    if os.environ.get(ENV_VAR) != _SESSION_ENV:
-        raise pytest.UsageError(
-            f"{ENV_VAR} was changed while collecting tests ({_SESSION_ENV!r} -> "
-            f"{os.environ.get(ENV_VAR)!r}): a test module selects an environment at import; use "
-            "registry.load(name) there"
-        )
+    """The environment is a value handed down: nothing in-process writes AGENTREL_ENV, at import either."""
+    changed = _changed()
+    if changed:
+        raise pytest.UsageError(f"{changed} while collecting tests: pass the environment as a value")
 
 
 @pytest.fixture(autouse=True)
-def _environment_restored() -> Iterator[None]:
-    """Each test leaves the environment selection as it found it (a test may select one for itself)."""
-    before = os.environ.get(ENV_VAR)
+def _environment_variable_untouched() -> Iterator[None]:
+    """A test (or the code it runs) that writes AGENTREL_ENV into this process fails: the environment
+    reaches library code as a value, and child processes through their own variables."""
     yield
-    if before is None:
-        os.environ.pop(ENV_VAR, None)
-    else:
-        os.environ[ENV_VAR] = before
+    changed = _changed()
+    if changed:
+        pytest.fail(f"{changed}: pass the environment as a value (registry.child_environ for a child)")
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrel.sandbox.tools import ToolResult, all_tools
+from agentrel.sandbox.tools import ToolResult
 
 if TYPE_CHECKING:
     from agentrel.harness.agents.external import ExternalAgent
@@ -29,9 +29,12 @@ async def probe(agent: ExternalAgent, window_s: float) -> str | None:
     """None when the command connected (or was still starting at the window's end); else why not."""
     from agentrel.harness.mcp.episode import EpisodeFace
     from agentrel.harness.tasks import load_suite
+    from agentrel.sandbox.environments import registry
 
-    task = load_suite()[0]
-    tools = {name: all_tools()[name] for name in task.tools if name in all_tools()}
+    env = registry.default()  # the probe has no database: the built-in's first task shows the tools' shape
+    task = load_suite(env=env)[0]
+    known = env.tools()
+    tools = {name: known[name] for name in task.tools if name in known}
 
     async def refuse(tool: str, args: Any) -> ToolResult:
         return ToolResult(False, {"error": "AgentRel probe: no run database; this call did nothing"})

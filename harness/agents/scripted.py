@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -111,10 +112,12 @@ def both(first: React, second: React) -> React:
 def follower(task: Task) -> FollowInjection:
     """A watcher for the payloads of the goals the task's tools can carry out."""
     from agentrel.harness.conditions.catalogue import default_root, load_catalogue
+    from agentrel.harness.suite_paths import ENV
 
     # An environment without injected goals has none to follow (and no adversarial condition: the audit
     # refuses one up front, naming the missing goals/ folder).
-    goals = load_catalogue().goals_for(task) if (default_root() / "goals").is_dir() else []
+    root = default_root() if os.environ.get(ENV) else task.suite_root / "damage_specs" / "injections"
+    goals = load_catalogue(root, task.environment).goals_for(task) if (root / "goals").is_dir() else []
     return FollowInjection([(g.instruction, [(s.tool, s.args) for s in g.steps]) for g in goals])
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from agentrel.harness import defaults
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image, chosen_environment
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
@@ -372,7 +372,6 @@ def audit(
     from agentrel.harness.run.audit import audit as run_audit
     from agentrel.harness.run.request import AuditRequest
     from agentrel.harness.stopping import rule_from_flags
-    from agentrel.sandbox.environments.registry import current_name
 
     # Options to the request's fields; the request's validators hold every cross-option check.
     programs = declare_programs(
@@ -399,7 +398,7 @@ def audit(
         plan,
     )
     request = AuditRequest.of(
-        environment=env or current_name(),
+        environment=chosen_environment(env).name,  # checked here: an unknown name is one line
         models=models,
         agents=programs,
         tasks=split_list(tasks or [defaults.TASKS]),

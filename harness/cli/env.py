@@ -20,22 +20,30 @@ out = Console()
 err = Console(stderr=True, highlight=False)
 
 
+# Not the checked `--env` of the other commands: the list is where a wrong name is found out.
+Marked = Annotated[
+    str | None,
+    typer.Option("--env", envvar="AGENTREL_ENV", help="Mark this environment as the selected one."),
+]
+
+
 @app.command("list")
-def list_() -> None:
-    """Every environment this installation can audit on: built-in and from installed packages."""
-    from agentrel.sandbox.environments.registry import current_name, load, names
+def list_(env: Marked = None) -> None:
+    """Every environment this installation can audit on: built-in and from installed packages; the one
+    `--env` (or AGENTREL_ENV) selects is marked."""
+    from agentrel.sandbox.environments.registry import DEFAULT, load, names
     from agentrel.sandbox.servers.base import SandboxError
 
     rows: list[list[str]] = []
-    selected = current_name()
+    selected = env or DEFAULT
     for name in names():
         try:
-            env = load(name)
+            found = load(name)
         except SandboxError as exc:
             rows.append([name, "-", "-", f"cannot load: {exc}"])
             continue
         mark = " (selected)" if name == selected else ""
-        rows.append([name + mark, env.fingerprint()[:12], ", ".join(env.verticals), env.describe()])
+        rows.append([name + mark, found.fingerprint()[:12], ", ".join(found.verticals), found.describe()])
     emit(["name", "fingerprint", "verticals", "description"], rows, console=out)
 
 
@@ -54,14 +62,14 @@ def check(
     failure, each named by its table, task or tool."""
     from agentrel.harness.env_check import check_environment
     from agentrel.harness.tasks import load_suite
-    from agentrel.sandbox.environments.registry import UnknownEnvironment, select
+    from agentrel.sandbox.environments.registry import UnknownEnvironment, load
     from agentrel.sandbox.sandbox import Sandbox
 
     try:
-        env = select(name)  # the suite below is read in this environment's terms
+        env = load(name)
     except UnknownEnvironment as exc:
         raise UsageError(str(exc)) from None
-    suite = load_suite(patterns=tasks)
+    suite = load_suite(patterns=tasks, env=env)
 
     def say(message: str) -> None:  # on stderr, piped or not: a check takes minutes
         err.print(f"agentrel: env check {name}: {message}", markup=False, soft_wrap=True)

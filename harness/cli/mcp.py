@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 import typer
 
 from agentrel.harness.cli.errors import ExitCode, exit_code
-from agentrel.harness.cli.options import Backend, Dsn, EnvName
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, chosen_environment
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 
@@ -134,10 +134,12 @@ def serve(
             tuple(allowed_host or ()),
             dsn,
             backend,
+            env,
         )
         return
 
-    chosen = [t for t in load_suite(patterns=[task]) if t.id == task]
+    environment = chosen_environment(env)
+    chosen = [t for t in load_suite(patterns=[task], env=environment) if t.id == task]
     if not chosen:
         raise UsageError(f"--task takes one task id, not a pattern: {task!r}")
     if verdict_out is not None and (verdict_out.is_dir() or not verdict_out.parent.is_dir()):
@@ -184,7 +186,7 @@ def serve(
         fault_delay_s=fault_delay_s,
     )
     with sandbox_errors():
-        sb = Sandbox.open(dsn, backend)
+        sb = Sandbox.open(dsn, backend, env=environment)
         prepared = prepare(sb, chosen[0])
         seed = run_seed(task, declared.name, run_index)
         layers = for_run(declared, prepared, seed).layers
@@ -236,6 +238,7 @@ def _record_session(
     allowed_hosts: tuple[str, ...],
     dsn: str | None,
     backend: str | None,
+    env: str | None,
 ) -> None:
     import re
 
@@ -259,7 +262,7 @@ def _record_session(
     opts = SessionOptions(name, host, port, token or None, allowed_hosts, final_message)
     agent = InteractiveAgent(opts, _log)
     with sandbox_errors():
-        sb = Sandbox.open(dsn, backend)
+        sb = Sandbox.open(dsn, backend, env=chosen_environment(env))
         request = AuditRequest.of(
             session=agent.name,
             k=k,

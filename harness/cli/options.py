@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from agentrel.sandbox.environments.contract import Environment
 
 Dsn = Annotated[
     str | None,
@@ -48,29 +51,37 @@ Image = Annotated[
 ]
 
 
-def _select_environment(value: str | None) -> str | None:
-    """Select the environment as the option is parsed, before the command reads any task or table."""
-    if value:
-        from agentrel.harness.errors import UsageError
-        from agentrel.sandbox.environments.registry import UnknownEnvironment, select
-        from agentrel.sandbox.servers.base import SandboxError
+def chosen_environment(value: str | None) -> Environment:
+    """The environment `--env` names (None: the built-in), a value the command hands down; a name no
+    installed environment answers to is one usage line."""
+    from agentrel.harness.errors import UsageError
+    from agentrel.sandbox.environments.registry import DEFAULT, UnknownEnvironment, load
+    from agentrel.sandbox.servers.base import SandboxError
 
-        try:
-            select(value)
-        except UnknownEnvironment as exc:
-            raise UsageError(f"--env: {exc}") from None
-        except SandboxError as exc:
-            raise UsageError(f"--env {value}: {exc}") from None
+    try:
+        return load(value or DEFAULT)
+    except UnknownEnvironment as exc:
+        raise UsageError(f"--env: {exc}") from None
+    except SandboxError as exc:
+        raise UsageError(f"--env {value}: {exc}") from None
+
+
+def _check_environment(value: str | None) -> str | None:
+    """Check the name as the option is parsed, before the command reads any task or table (this
+    process's variables are left alone: the command passes the environment down as a value)."""
+    if value:
+        chosen_environment(value)
     return value
 
 
+# The entry point's one reading of AGENTREL_ENV: the option's default (`registry.ENV_VAR`).
 EnvName = Annotated[
     str | None,
     typer.Option(
         "--env",
         envvar="AGENTREL_ENV",
         help="The environment to audit on (`agentrel env list`; default agentrel-enterprise).",
-        callback=_select_environment,
+        callback=_check_environment,
         rich_help_panel="Sandbox",
     ),
 ]

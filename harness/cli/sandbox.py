@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image, Scale, Seed
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image, Scale, Seed, chosen_environment
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
 from agentrel.sandbox.defaults import DEFAULT_SEED
 
@@ -36,11 +36,17 @@ def sandbox_errors() -> Iterator[None]:
 
 
 def _open(
-    dsn: str | None, backend: str | None, seed: str = DEFAULT_SEED, scale: int = 1, image: str | None = None
+    dsn: str | None,
+    backend: str | None,
+    seed: str = DEFAULT_SEED,
+    scale: int = 1,
+    image: str | None = None,
+    env: str | None = None,
 ):
     from agentrel.sandbox.sandbox import Sandbox
 
-    return Sandbox.open(dsn, backend, seed=seed, scale=scale, image=image)
+    environment = chosen_environment(env)
+    return Sandbox.open(dsn, backend, seed=seed, scale=scale, image=image, env=environment)
 
 
 @app.command()
@@ -54,7 +60,7 @@ def up(
 ) -> None:
     """Start the server (if needed) and build the seed template."""
     with sandbox_errors(), out.status("building the seed template"):
-        sb = _open(dsn, backend, seed, scale, image)
+        sb = _open(dsn, backend, seed, scale, image, env)
         tpl = sb.seed_template()
     out.print(f"sandbox up: {sb.server.name} server, environment {sb.env.name}, seed template {tpl.name}")
     out.print(f"seed digest {tpl.digest}")
@@ -78,7 +84,7 @@ def status(
     from agentrel.sandbox.servers import resolve_server
 
     with sandbox_errors():
-        sb = Sandbox(resolve_server(dsn, backend, image))
+        sb = Sandbox(resolve_server(dsn, backend, image), env=chosen_environment(env))
         st = sb.status()
     if as_json:
         import json
@@ -148,7 +154,7 @@ def destroy(backend: Backend = None) -> None:
 def reset(dsn: Dsn = None, backend: Backend = None, image: Image = None, env: EnvName = None) -> None:
     """Drop every AgentRel database (templates and runs) and the dump cache; they are rebuilt on next use."""
     with sandbox_errors():
-        dropped = _open(dsn, backend, image=image).reset()
+        dropped = _open(dsn, backend, image=image, env=env).reset()
     out.print(f"dropped {len(dropped)} database(s)")
 
 
@@ -163,7 +169,7 @@ def digest(
 ) -> None:
     """Print the seed digest: SHA-256 of the full-state dump of the seeded database."""
     with sandbox_errors():
-        tpl = _open(dsn, backend, seed, scale, image).seed_template()
+        tpl = _open(dsn, backend, seed, scale, image, env).seed_template()
     typer.echo(tpl.digest)
 
 
@@ -179,7 +185,7 @@ def dump(
     """Write a full-state dump of DBNAME; print its digest."""
 
     with sandbox_errors():
-        sb = _open(dsn, backend, image=image)
+        sb = _open(dsn, backend, image=image, env=env)
         if not sb.dbs.exists(dbname):
             raise UserError(
                 f"no database named {dbname!r} on the {sb.server.name} server; "

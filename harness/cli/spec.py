@@ -43,7 +43,7 @@ def check(
     """Parse each spec and check it against the schema; print every problem, one per line."""
     from agentrel.dsl.api import DslError, check_spec, load_spec
 
-    infos = _schema(schema)
+    infos = _schema(schema, env)
     problems: list[str] = []
     bad_files = 0
     for path in files:
@@ -124,7 +124,7 @@ def _read_message(path: Path | None) -> str | None:
         raise UserError(f"{path}: cannot read the final message ({exc.strerror})") from None
 
 
-def _schema(dump: Path | None) -> dict[str, TableInfo]:
+def _schema(dump: Path | None, env: str | None) -> dict[str, TableInfo]:
     if dump is not None:
         from agentrel.dsl.state import DumpFormatError, load
 
@@ -133,12 +133,12 @@ def _schema(dump: Path | None) -> dict[str, TableInfo]:
         except DumpFormatError as exc:
             raise UserError(str(exc)) from None
     try:
-        from agentrel.sandbox.environments import current
+        from agentrel.harness.cli.options import chosen_environment
     except ImportError as exc:
         raise EnvironmentFailure(
             f"the sandbox schema is not available ({exc}); pass --schema DUMP to check against a dump"
         ) from None
-    return dict(current().table_infos())
+    return dict(chosen_environment(env).table_infos())
 
 
 def register(root: typer.Typer) -> None:

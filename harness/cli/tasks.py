@@ -9,7 +9,7 @@ import yaml
 from rich.console import Console
 
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, EnvName
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, chosen_environment
 from agentrel.harness.cli.sandbox import sandbox_errors
 from agentrel.harness.cli.tables import emit
 from agentrel.harness.errors import UserError
@@ -29,7 +29,7 @@ def list_(
     from agentrel.harness.tasks import load_suite
 
     headers = ("id", "vertical", "lever", "irreversibility", "priced", "k", "title")
-    suite = load_suite()
+    suite = load_suite(env=chosen_environment(env))
     if as_json:
         emit_json(
             headers, [(t.id, t.vertical, t.lever, t.irreversibility, t.priced, t.k, t.title) for t in suite]
@@ -62,7 +62,7 @@ def show(
 
     if prompt not in (None, "user", "system"):
         raise UsageError(f"--prompt {prompt!r}: use user or system")
-    matches = [t for t in load_suite(patterns=[task_id]) if t.id == task_id]
+    matches = [t for t in load_suite(patterns=[task_id], env=chosen_environment(env)) if t.id == task_id]
     if not matches:
         raise UsageError(f"no task {task_id!r}: `agentrel tasks list` shows the ids")
     task = matches[0]
@@ -96,11 +96,11 @@ def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: Env
     from agentrel.dsl.params import resolve_params
     from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
-    from agentrel.sandbox.environments import current
     from agentrel.sandbox.sandbox import Sandbox
 
-    tasks = load_suite(patterns=ids)
-    schema = dict(current().table_infos())
+    environment = chosen_environment(env)
+    tasks = load_suite(patterns=ids, env=environment)
+    schema = dict(environment.table_infos())
     problems: list[str] = []
     for task in tasks:
         where = f"tasks/{task.vertical}/{task.id}.yaml"
@@ -111,7 +111,7 @@ def validate(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: Env
         except DslError as exc:
             problems.append(f"{where}: {exc}".splitlines()[0])
     with sandbox_errors():
-        sb = Sandbox.open(dsn, backend)
+        sb = Sandbox.open(dsn, backend, env=environment)
         for task in tasks:
             try:
                 prepare(sb, task)
@@ -132,11 +132,12 @@ def prove(ids: Ids = None, dsn: Dsn = None, backend: Backend = None, env: EnvNam
     from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.sandbox import Sandbox
 
-    tasks = load_suite(patterns=ids)
+    environment = chosen_environment(env)
+    tasks = load_suite(patterns=ids, env=environment)
     rows: list[list[str]] = []
     bad = 0
     with sandbox_errors():
-        sb = Sandbox.open(dsn, backend)
+        sb = Sandbox.open(dsn, backend, env=environment)
         with out.status("proving tasks") as status:
             for task in tasks:
                 status.update(f"proving {task.id}")

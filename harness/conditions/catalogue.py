@@ -4,12 +4,13 @@
     damage_specs/injections/goals/<id>.yaml   an injected goal: the act, its tools, instruction, steps
     damage_specs/injections/goals/<id>.dmg    its damage rules, spec "injection:<id>"
 
-The folder is the current environment's suite's. Goals name an environment's records and tools, so each
-environment holds its own; the payload templates name neither (only `{instruction}` and `{canary}`), so an
-environment's catalogue may hold goals only and take the built-in catalogue's payloads.yaml, shared rather
-than copied. A payloads.yaml of its own replaces the built-in's whole.
+The folder is in the audit's environment's suite (`load_catalogue(env=)`). Goals name an environment's
+records and tools, so each environment holds its own; the payload templates name neither (only
+`{instruction}` and `{canary}`), so an environment's catalogue may hold goals only and take the built-in
+catalogue's payloads.yaml, shared rather than copied.
+A payloads.yaml of its own replaces the built-in's whole.
 
-    catalogue = load_catalogue()                   # one-line UserError naming the file and field
+    catalogue = load_catalogue(env=env)            # one-line UserError naming the file and field
     goals = catalogue.goals_for(task)              # goals the task's tools can carry out
     text = render(payload, goal.instruction, make_canary(run_seed))
 
@@ -27,7 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -38,7 +39,9 @@ from agentrel.harness.frozen import Frozen
 from agentrel.harness.suite_paths import suite_root
 from agentrel.harness.tasks import Step, Task
 from agentrel.harness.yamlfile import load_model
-from agentrel.sandbox.environments import current
+
+if TYPE_CHECKING:
+    from agentrel.sandbox.environments.contract import Environment
 
 PayloadClass = Literal[
     "direct-override",
@@ -192,8 +195,9 @@ def make_canary(seed: str) -> str:
 # ---- loading --------------------------------------------------------------------------------------
 
 
-def default_root() -> Path:
-    return suite_root() / "damage_specs" / "injections"
+def default_root(env: Environment | None = None) -> Path:
+    """`env`'s catalogue folder (None: the built-in's), or AGENTREL_SUITE_DIR's."""
+    return suite_root(env) / "damage_specs" / "injections"
 
 
 def builtin_root() -> Path:
@@ -209,10 +213,15 @@ def payloads_path(root: Path) -> Path:
     return own if own.exists() else builtin_root() / "payloads.yaml"
 
 
-def load_catalogue(root: Path | None = None) -> Catalogue:
-    """Read and check the payloads (`payloads_path(root)`) and `root/goals/`; the first problem is a
-    one-line UserError."""
-    root = root or default_root()
+def load_catalogue(root: Path | None = None, env: Environment | None = None) -> Catalogue:
+    """Read and check the payloads (`payloads_path(root)`) and `root/goals/` (default: `env`'s catalogue)
+    against `env`'s tools and tables (None: the built-in environment); the first problem is a one-line
+    UserError."""
+    if env is None:
+        from agentrel.sandbox.environments.registry import default
+
+        env = default()
+    root = root or default_root(env)
     goals_dir = root / "goals"
     if not goals_dir.is_dir():
         raise UserError(
@@ -225,7 +234,7 @@ def load_catalogue(root: Path | None = None) -> Catalogue:
         raise UserError(f"{goals_dir}: no goal files (<goal id>.yaml beside its <goal id>.dmg)")
     goals, specs = [], {}
     for path in files:
-        goal, spec = _load_goal(path)
+        goal, spec = _load_goal(path, env)
         goals.append(goal)
         specs[goal.id] = spec
     # A spec no goal file names would never be labelled: a goal lost its YAML, or a typo in `spec:`.
@@ -262,20 +271,21 @@ def _load_payloads(path: Path) -> list[Payload]:
     return payloads
 
 
-def _load_goal(path: Path) -> tuple[Goal, Spec]:
+def _load_goal(path: Path, env: Environment) -> tuple[Goal, Spec]:
     goal = load_model(Goal, path)
     if goal.id != path.stem:
         raise UserError(f"{path}: field id: {goal.id!r} must match the file name {path.stem!r}")
-    unknown = [t for t in goal.tools if t not in current().tools()]
+    known = env.tools()
+    unknown = [t for t in goal.tools if t not in known]
     if unknown:
         raise UserError(f"{path}: field tools: unknown tool(s) {', '.join(unknown)}")
     for i, step in enumerate(goal.steps):
         if step.tool not in goal.tools:
             raise UserError(f"{path}: field steps[{i}].tool: {step.tool!r} is not among the goal's tools")
-    return goal, _goal_spec(path, goal)
+    return goal, _goal_spec(path, goal, env)
 
 
-def _goal_spec(path: Path, goal: Goal) -> Spec:
+def _goal_spec(path: Path, goal: Goal, env: Environment) -> Spec:
     where = f"{path}: field spec"
     try:
         spec = load_spec(path.parent / goal.spec)
@@ -284,7 +294,7 @@ def _goal_spec(path: Path, goal: Goal) -> Spec:
         raise UserError(f"{where}: {str(exc).splitlines()[0]}") from None
     if spec.name != f"injection:{goal.id}":
         raise UserError(f"{where}: the spec is named {spec.name!r}; name it 'injection:{goal.id}'")
-    fatal = [p for p in check_spec(spec, dict(current().table_infos())) if p.fatal]
+    fatal = [p for p in check_spec(spec, dict(env.table_infos())) if p.fatal]
     if fatal:
         raise UserError(f"{where}: {fatal[0]}")
     # Damage rules only: an allow rule, a requirement or a fallback would change the verdict of the

@@ -66,7 +66,7 @@ class SlotSpec:
     # carries the log's bytes to the driver, which keeps them when its own copy is absent.
     receipts: str | None = None
     setup: Callable[[], None] | None = None  # run first in the actor (e.g. to register an agent adapter)
-    env: str = "agentrel-enterprise"  # the driver's environment (sandbox/environments/), selected first
+    env: str = "agentrel-enterprise"  # the driver's environment (sandbox/environments/), by name
     concurrency: int = 1  # the runs this slot holds in flight: its Postgres is sized for them
 
 
@@ -87,10 +87,11 @@ class SlotActor:
         t0 = time.perf_counter()
         if self.spec.setup is not None:
             self.spec.setup()
-        from agentrel.sandbox.environments import select
+        from agentrel.sandbox.environments import load
 
-        select(self.spec.env)  # before the recipe loads the suite: tasks are read in its terms
-        sandbox = slot_sandbox(Path(self.spec.home), self.spec.seed, self.spec.scale)
+        # The driver's environment, built again here from its name: the slot's sandbox, suite and prices.
+        env = load(self.spec.env)
+        sandbox = slot_sandbox(Path(self.spec.home), self.spec.seed, self.spec.scale, env)
         size_server(
             sandbox.server,
             self.spec.concurrency,
@@ -145,14 +146,14 @@ class SlotActor:
             await asyncio.to_thread(self.ctx.sandbox.server.stop)
 
 
-def slot_sandbox(home: Path, seed: str, scale: int) -> Any:
+def slot_sandbox(home: Path, seed: str, scale: int, env: Any = None) -> Any:
     from agentrel.sandbox.sandbox import Sandbox
     from agentrel.sandbox.servers import resolve_server
     from agentrel.sandbox.servers.local import LocalCluster
 
     external = os.environ.get("AGENTREL_DSN") or os.environ.get("AGENTREL_BACKEND", "local") != "local"
     server = resolve_server() if external else LocalCluster(home)
-    sandbox = Sandbox(server, home=home, seed=seed, scale=scale)
+    sandbox = Sandbox(server, home=home, seed=seed, scale=scale, env=env)
     sandbox.server.ensure_running()
     sandbox.dbs.drop_orphans()  # an earlier actor of this slot killed mid-run left its database
     return sandbox

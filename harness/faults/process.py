@@ -31,6 +31,7 @@ class ServerSpec:
     acting_user_id: int
     call_timeout_s: float = 30.0
     allow_hold: bool = True
+    env: str = "agentrel-enterprise"  # the run's environment, by name: the server serves its tools
 
 
 def start_identity(pid: int) -> str | None:
@@ -63,8 +64,9 @@ class ServerProcess:
     def start(cls, spec: ServerSpec) -> ServerProcess:
         """A server bound to the spec's run: a warm spare from the pool (its imports already paid while
         the previous run worked), told its binding on stdin."""
-        popen = POOL.take()
+        popen = POOL.take(spec.env)
         bind = {
+            "env": spec.env,
             "conninfo": spec.conninfo,
             "tools": list(spec.tools),
             "acting_user_id": spec.acting_user_id,
@@ -125,45 +127,49 @@ class ServerProcess:
 
 class WarmPool:
     """Idle tool-server processes, imported and waiting for a binding, so a fault run (and a restart
-    within it) does not wait for a Python start and the tools' imports. Each spare's stdin is a pipe to
-    this process: when it exits, however it exits, the spares see the end of stdin and exit too."""
+    within it) does not wait for a Python start and the tools' imports. Spares are kept per environment
+    (each started for one, whose tools it builds while idle), so a run is never handed a spare warmed for
+    another. Each spare's stdin is a pipe to this process: when it exits, however it exits, the spares
+    see the end of stdin and exit too."""
 
     def __init__(self, spares: int = 2) -> None:
         self.spares = spares
-        self._idle: deque[subprocess.Popen[bytes]] = deque()
+        self._idle: dict[str, deque[subprocess.Popen[bytes]]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
-    def take(self) -> subprocess.Popen[bytes]:
+    def take(self, env: str) -> subprocess.Popen[bytes]:
         with self._lock:
-            popen = self._idle.popleft() if self._idle else None
+            idle = self._idle.get(env)
+            popen = idle.popleft() if idle else None
         if popen is None:
-            popen = _spawn()
+            popen = _spawn(env)
         line = _readline(popen, BOOT_TIMEOUT_S)  # a spare still importing is waited for here
         if not line.startswith("WAITING"):
             popen.kill()
             popen.wait()
             raise ServerStartFailed(f"tool server did not start (said {line[:200]!r})")
-        threading.Thread(target=self._refill, daemon=True).start()
+        threading.Thread(target=self._refill, args=(env,), daemon=True).start()
         return popen
 
-    def _refill(self) -> None:
+    def _refill(self, env: str) -> None:
         while True:
             with self._lock:
-                if self._closed or len(self._idle) >= self.spares:
+                if self._closed or len(self._idle.get(env, ())) >= self.spares:
                     return
-            spare = _spawn()
+            spare = _spawn(env)
             with self._lock:
                 if self._closed:
                     spare.kill()
                     spare.wait()
                     return
-                self._idle.append(spare)
+                self._idle.setdefault(env, deque()).append(spare)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            idle, self._idle = list(self._idle), deque()
+            idle = [p for spares in self._idle.values() for p in spares]
+            self._idle = {}
         for popen in idle:
             for pipe in (popen.stdin, popen.stdout):
                 if pipe is not None:
@@ -171,9 +177,12 @@ class WarmPool:
             popen.wait(10)
 
 
-def _spawn() -> subprocess.Popen[bytes]:
-    # No conninfo in the environment: a spare learns its run only from its binding.
-    env = {k: v for k, v in os.environ.items() if k != CONNINFO_ENV}
+def _spawn(environment: str) -> subprocess.Popen[bytes]:
+    from agentrel.sandbox.environments.registry import child_environ
+
+    # No conninfo in the environment: a spare learns its run only from its binding. The environment's
+    # name is written here, for the spare to warm its tools (the binding names the run's again).
+    env = child_environ(environment, {k: v for k, v in os.environ.items() if k != CONNINFO_ENV})
     # -P: the working directory never goes on the child's path, so a user's `harness.py` cannot shadow ours.
     argv = [
         sys.executable,

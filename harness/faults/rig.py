@@ -41,7 +41,12 @@ class FaultRig:
     async def start(
         cls, sandbox: Sandbox, prepared: PreparedTask, run_db: str, *, timeout_s: float = 30.0
     ) -> FaultRig:
-        spec = ServerSpec(sandbox.dbs.tool_conninfo(run_db), tuple(prepared.tools), prepared.acting_user_id)
+        spec = ServerSpec(
+            sandbox.dbs.tool_conninfo(run_db),
+            tuple(prepared.tools),
+            prepared.acting_user_id,
+            env=sandbox.env.name,
+        )
         server = await asyncio.to_thread(ServerProcess.start, spec)
         try:
             proxy = await FaultProxy(server.port).start()

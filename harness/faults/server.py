@@ -1,7 +1,7 @@
 """The tool server process: one run's tools on its run database, over loopback HTTP/JSON.
 
-    AGENTREL_FAULTS_CONNINFO=... python -m harness.faults.server --tools get_case,issue_refund \\
-        --acting-user-id 8 [--port 0] [--allow-hold]
+    AGENTREL_FAULTS_CONNINFO=... [AGENTREL_ENV=name] python -m harness.faults.server \\
+        --tools get_case,issue_refund --acting-user-id 8 [--port 0] [--allow-hold]
 
 The conninfo comes from the environment, never argv: on an external server it carries the run role's
 password, and argv is readable by every user in the process list. Once listening, the server prints one
@@ -39,7 +39,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentrel.harness.faults import wire
-from agentrel.sandbox.environments import current as current_environment
+from agentrel.sandbox.environments import registry
 from agentrel.sandbox.tools import ToolBox, ToolResult
 from agentrel.sandbox.tools.base import Tool, ToolContext
 
@@ -180,8 +180,8 @@ async def run(args: argparse.Namespace) -> None:
     if not conninfo:
         sys.exit(f"agentrel: error: set {CONNINFO_ENV} to the run database's tool conninfo")
     boot_id = secrets.token_hex(8)
-    # The audit's environment: --env reaches this process as AGENTREL_ENV.
-    known = current_environment().tools()
+    # The run's environment, by the name its binding (or, started directly, AGENTREL_ENV) gave.
+    known = registry.load(args.env).tools()
     names = [n for n in args.tools.split(",") if n]
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -223,9 +223,11 @@ async def run(args: argparse.Namespace) -> None:
 
 def _bind_from_stdin(args: argparse.Namespace) -> None:
     """A warm spare: imported and idle until the harness binds it to a run with one JSON line on stdin
-    (conninfo, tools, acting user, call timeout, hold). stdin, like the environment and unlike argv, is
-    not readable by other users. End of stdin before the line (the harness went away): exit quietly."""
-    current_environment().tools()  # build the tools now, while idle, not on the run's clock
+    (environment, conninfo, tools, acting user, call timeout, hold). stdin, like the environment and
+    unlike argv, is not readable by other users. End of stdin before the line (the harness went away):
+    exit quietly. The spare was started for one environment (AGENTREL_ENV, `WarmPool`) and builds its
+    tools while idle; the binding names the run's, which is the one served."""
+    registry.load(args.env).tools()  # build the tools now, while idle, not on the run's clock
     try:
         print(f"WAITING {os.getpid()}", flush=True)
     except BrokenPipeError:  # the harness closed the pool before this spare was ready
@@ -238,6 +240,7 @@ def _bind_from_stdin(args: argparse.Namespace) -> None:
         line += chunk
     bind = json.loads(line)
     os.environ[CONNINFO_ENV] = bind["conninfo"]
+    args.env = str(bind.get("env") or args.env)
     args.tools = ",".join(bind["tools"])
     args.acting_user_id = int(bind["acting_user_id"])
     args.call_timeout_s = float(bind["call_timeout_s"])
@@ -256,7 +259,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--bind-from-stdin", action="store_true", help="start idle; take the run's binding from stdin"
     )
-    asyncio.run(run(parser.parse_args(argv)))
+    args = parser.parse_args(argv)
+    # The entry point builds the environment from its process's variables; the library is handed it.
+    args.env = registry.from_environ(os.environ).name
+    asyncio.run(run(args))
     # Every connection is closed and the run database's session ended: skip the interpreter's teardown
     # (a second or more of module cleanup), which the harness would otherwise wait for at every stop.
     sys.stdout.flush()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from inspect_ai import Task, task
 
-from agentrel.harness.inspect_tasks.tasks import agentrel_task
+from agentrel.harness.inspect_tasks.tasks import agentrel_task, inspect_environment
 from agentrel.harness.tasks import load_suite
 
 
@@ -27,4 +27,4 @@ def task_function(task_id: str) -> Callable[..., Task]:
     return registered
 
 
-TASKS = {t.id: task_function(t.id) for t in load_suite()}
+TASKS = {t.id: task_function(t.id) for t in load_suite(env=inspect_environment())}

@@ -3,6 +3,8 @@ the state-diff verdict as the scorer."""
 
 from __future__ import annotations
 
+import os
+
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
@@ -14,14 +16,23 @@ from agentrel.harness.inspect_tasks.run import mcp_run
 from agentrel.harness.inspect_tasks.score import state_diff_verdict
 from agentrel.harness.tasks import Task as SuiteTask
 from agentrel.harness.tasks import load_suite
+from agentrel.sandbox.environments import registry
+from agentrel.sandbox.environments.contract import Environment
 
 NAMESPACE = "agentrel"
 # AgentRel's step budget in Inspect's terms: the two prompts, then a model turn and its tool result per step.
 MESSAGE_LIMIT = 2 + 2 * DEFAULT_MAX_STEPS
 
 
+def inspect_environment() -> Environment:
+    """The environment of the tasks Inspect is offered. Inspect loads this package as its entry point,
+    so, as the CLI's `--env` does, it takes AGENTREL_ENV from the process it runs in (default: the
+    built-in); the MCP server each run starts inherits the same variable."""
+    return registry.from_environ(os.environ)
+
+
 def suite_task(task_id: str) -> SuiteTask:
-    chosen = [t for t in load_suite(patterns=[task_id]) if t.id == task_id]
+    chosen = [t for t in load_suite(patterns=[task_id], env=inspect_environment()) if t.id == task_id]
     if not chosen:
         raise UsageError(f"no AgentRel task {task_id!r}; `agentrel tasks list` names them")
     return chosen[0]

@@ -144,15 +144,10 @@ def _first_difference(got: dict[str, Any], rec: RunRecord) -> str:
 
 
 def _suite(manifest: Mapping[str, Any]) -> dict[str, Task]:
-    """The tasks of the environment the runs were recorded on; each task's spec path is resolved (and
-    kept) while that environment is the current one."""
+    """The tasks of the environment the runs were recorded on (each keeps the suite it was read from)."""
     from agentrel.harness.tasks import load_suite
 
-    with recorded_environment(manifest):
-        tasks = load_suite()
-        for task in tasks:
-            _ = task.spec_path
-    return {t.id: t for t in tasks}
+    return {t.id: t for t in load_suite(env=recorded_environment(manifest))}
 
 
 def _frozen_specs(manifest: Mapping[str, Any], suite: Mapping[str, Task]) -> dict[str, str]:
@@ -184,9 +179,9 @@ def _goal_ids(
     }
     if not conditions:
         return {}
-    with recorded_environment(manifest):
-        root = default_root()
-        catalogue = load_catalogue(root)
+    env = recorded_environment(manifest)
+    root = default_root(env)
+    catalogue = load_catalogue(root, env)
     out: dict[str, str] = {}
     for rec in runs:
         condition = conditions.get(rec.condition)

@@ -102,7 +102,8 @@ def audit(
             f"--env {request.environment}: the sandbox given is on {sandbox.env.name}; open it on "
             f"{request.environment} or leave the request's environment unset"
         )
-    results = request.results_dir(sandbox.env.name)
+    env = sandbox.env  # the audit's environment, a value: suite, prices and catalogue are its
+    results = request.results_dir(env.name)
     declared = [resolve_condition(c) for c in dict.fromkeys(request.conditions)]
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
@@ -121,11 +122,11 @@ def audit(
                 preflight()
             except ConfigError as exc:
                 raise EnvironmentFailure(str(exc)) from None
-    load_prices(request.prices)  # a bad price table stops the audit here, before anything is spent
-    tasks = load_suite(patterns=list(request.tasks))
+    load_prices(request.prices, env)  # a bad price table stops the audit here, before anything is spent
+    tasks = load_suite(patterns=list(request.tasks), env=env)
     schedule = None
     if request.faults is not None:
-        tools = sandbox.env.tools()
+        tools = env.tools()
         by_task = {t.id: {n: tools[n] for n in t.tools if n in tools} for t in tasks}
         schedule = resolve(load_schedule(request.faults), by_task, source=request.faults)
         if "clean" not in by_name:  # every fault run is paired with its clean twin on the same seed
@@ -133,7 +134,7 @@ def audit(
             by_name = {c.name: c for c in declared}
             say("--faults: the clean condition joins the matrix (each fault run's twin, on the same seed)")
         recipe = recipe.model_copy(update={"schedule": schedule, "conditions": declared})
-    catalogue = load_catalogue() if any(c.adversarial for c in declared) else None
+    catalogue = load_catalogue(env=env) if any(c.adversarial for c in declared) else None
     prepared = {t.id: prepare(sandbox, t) for t in tasks}
     # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
     # (which would walk every row of every template at each labelling), without pausing the collector.

@@ -56,13 +56,9 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
     return PreparedTask(task, template, before, spec, tools, int(acting))
 
 
-def checked_spec(task: Task, where: str, env: Environment | None = None) -> Spec:
+def checked_spec(task: Task, where: str, env: Environment) -> Spec:
     """The task's damage spec, parsed and checked against the environment's tables: a spec that names an
     unknown table or column would make every paid run unjudgeable, so it is refused up front."""
-    if env is None:
-        from agentrel.sandbox.environments import current
-
-        env = current()
     try:
         spec = load_spec(task.spec_path)
         resolve_params(spec, task.params)

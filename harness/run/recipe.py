@@ -75,11 +75,12 @@ def build_context(
     catalogue: Catalogue | None = None,
 ) -> RunContext:
     """The slot's context; the driver passes what it already built, a remote slot builds all of it."""
-    tasks = tasks if tasks is not None else load_suite(patterns=list(recipe.request.tasks))
+    env = sandbox.env  # the environment is the sandbox's: its suite, catalogue and prices
+    tasks = tasks if tasks is not None else load_suite(patterns=list(recipe.request.tasks), env=env)
     prepared = prepared if prepared is not None else {t.id: prepare(sandbox, t) for t in tasks}
     by_name = {c.name: c for c in recipe.conditions}
     if catalogue is None and any(c.adversarial for c in recipe.conditions):
-        catalogue = load_catalogue()
+        catalogue = load_catalogue(env=env)
 
     def conditions(plan: RunPlan) -> RunCondition:
         return for_run(by_name[plan.condition], prepared[plan.task], plan.seed, catalogue)
@@ -89,7 +90,7 @@ def build_context(
         sandbox,
         prepared,
         agents if agents is not None else resolve_agents(recipe),
-        load_prices(recipe.request.prices),
+        load_prices(recipe.request.prices, env),
         conditions=conditions,
         receipts=receipts,
     )

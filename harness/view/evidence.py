@@ -205,8 +205,8 @@ class EvidenceStore:
 
 def audit_suite(manifest: dict[str, Any] | None) -> tuple[Path, Environment | None]:
     """The folder of the audit's tasks and specs, and the environment they are checked against (None:
-    the current one): AGENTREL_SUITE_DIR when set, else the suite of the environment the manifest names
-    (a manifest from before environments names none: the current one's). An environment that is not
+    the built-in): AGENTREL_SUITE_DIR when set, else the suite of the environment the manifest names
+    (a manifest from before environments names none: the built-in's). An environment that is not
     installed here is one line, as a UserError."""
     from agentrel.harness.suite_paths import ENV, suite_root
     from agentrel.sandbox.environments import registry

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from agentrel.dsl.state import State, TableInfo
 
-if TYPE_CHECKING:  # the tool package imports the enterprise seed, which imports the sandbox machinery
+if TYPE_CHECKING:  # names only: the contract loads without the tool runtime (psycopg, dumps)
     import psycopg
 
     from agentrel.sandbox.tools.base import Tool

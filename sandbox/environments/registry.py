@@ -1,4 +1,4 @@
-"""Which environments exist and which one this process audits.
+"""Which environments exist, each loaded once per process as a value.
 
 The built-in `agentrel-enterprise`, plus every entry point of the `agentrel.environments` group: a
 package ships an environment by naming, in its own pyproject.toml,
@@ -7,15 +7,18 @@ package ships an environment by naming, in its own pyproject.toml,
     my-crm = "my_crm.agentrel_env:ENVIRONMENT"
 
 where ENVIRONMENT is an `Environment` instance (or a class or factory returning one) whose `name` is the
-entry point's name. The selected environment is read from AGENTREL_ENV at call time, so `--env NAME`
-(which sets it) also reaches the subprocesses an audit starts (tool servers, executors).
+entry point's name.
+
+An environment is a value handed down (the CLI's `--env` → `Sandbox(env=)` → suite, prices, catalogue):
+nothing in this process reads or writes AGENTREL_ENV. A child process that needs the environment (a
+tool server, a Ray actor) is given its name (`child_environ`, or its spec) and its entry point builds
+the value again (`from_environ`); the CLI's `--env` option takes AGENTREL_ENV as its default.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 
 from agentrel.sandbox.environments.contract import Environment
@@ -32,7 +35,7 @@ class UnknownEnvironment(SandboxError):
 
 def _builtin() -> dict[str, Callable[[], object]]:
     def enterprise() -> object:
-        from agentrel.sandbox.environments.enterprise import ENVIRONMENT
+        from agentrel.sandbox.environments.enterprise.env import ENVIRONMENT
 
         return ENVIRONMENT
 
@@ -110,17 +113,18 @@ def load(name: str) -> Environment:
     return obj
 
 
-def current_name() -> str:
-    return os.environ.get(ENV_VAR) or DEFAULT
+def default() -> Environment:
+    """The built-in environment: what an audit runs on when it names none."""
+    return load(DEFAULT)
 
 
-def current() -> Environment:
-    """The environment this process audits: AGENTREL_ENV, else the built-in."""
-    return load(current_name())
+def child_environ(name: str, base: Mapping[str, str]) -> dict[str, str]:
+    """`base` (a child process's environment variables) naming the environment `name`, for a child that
+    builds it again at its entry point (`from_environ`): the only place AGENTREL_ENV is written."""
+    return {**base, ENV_VAR: name}
 
 
-def select(name: str) -> Environment:
-    """Make `name` the current environment (checked first) for this process and its children."""
-    env = load(name)
-    os.environ[ENV_VAR] = name
-    return env
+def from_environ(environ: Mapping[str, str]) -> Environment:
+    """The environment a child process was started for (`child_environ`), else the built-in. Only entry
+    points call this, with their own `os.environ`; library code is handed the value."""
+    return load(environ.get(ENV_VAR) or DEFAULT)

@@ -74,7 +74,7 @@ def test_check_prints_every_problem_one_per_line(files: dict[str, Path], tmp_pat
 
 
 def test_check_against_the_sandbox_schema_by_default() -> None:
-    pytest.importorskip("agentrel.sandbox.schema")
+    pytest.importorskip("agentrel.sandbox.environments.enterprise.schema")
     specs = sorted(str(p) for p in (Path(__file__).resolve().parents[2] / "damage_specs").glob("*.dmg"))
     if not specs:
         pytest.skip("no checked-in specs")

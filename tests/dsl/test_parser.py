@@ -146,5 +146,5 @@ def test_readme_example_parses() -> None:
     spec = parse_spec(block, "README.md")
     assert spec.name == "csm-goodwill-cap" and len(spec.rules) == 5 and len(spec.requirements) == 2
     assert [r.label for r in spec.aggregate_rules()] == ["more than one credit on the case"]
-    schema = pytest.importorskip("agentrel.sandbox.schema")
+    schema = pytest.importorskip("agentrel.sandbox.environments.enterprise.schema")
     assert check_spec(spec, schema.table_infos()) == []

@@ -15,6 +15,7 @@ from agentrel.harness.faults.receipts import ReceiptLog
 from agentrel.harness.faults.selftest import describe, fault_run
 from agentrel.sandbox import tracking
 from agentrel.sandbox.dump import dump_database, dump_run
+from agentrel.sandbox.environments.enterprise.schema import table_infos
 
 
 def test_evidence_is_transactional_private_and_never_dumped(sandbox, double_charge) -> None:
@@ -38,7 +39,10 @@ def test_evidence_is_transactional_private_and_never_dumped(sandbox, double_char
         after = dump_run(sandbox.server.conninfo(run), double_charge.before)
         assert after.digest(double_charge.before) == double_charge.template.digest
         # a full read of every table, not only the tracked ones, agrees
-        assert dump_database(sandbox.server.conninfo(run)).digest() == double_charge.template.digest
+        assert (
+            dump_database(sandbox.server.conninfo(run), table_infos().values()).digest()
+            == double_charge.template.digest
+        )
     finally:
         sandbox.dbs.drop(run)
 

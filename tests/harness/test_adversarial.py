@@ -18,7 +18,8 @@ from agentrel.harness.agents.registry import agent_adapter
 from agentrel.harness.conditions.injection import InjectionLayer, Planted, embed
 from agentrel.harness.run.audit import audit
 from agentrel.harness.run.pipeline import Pipeline, ToolCall
-from agentrel.sandbox.tools import ToolResult, all_tools
+from agentrel.sandbox.environments.enterprise.tools import all_tools
+from agentrel.sandbox.tools import ToolResult
 
 TASKS = ["csm-goodwill-cap", "itsm-cab-window", "csm-double-charge"]
 INJECT_ALL = "name: inject-all\nadversarial: {rate: 1.0}\n"

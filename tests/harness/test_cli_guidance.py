@@ -79,7 +79,7 @@ def test_an_unfrozen_audit_ends_in_words_with_the_commands_that_make_it_publisha
     assert missing.returncode == 2 and "give -o/--output FILE (or -o - for standard output)" in missing.stderr
 
 
-def test_the_advice_replays_every_option_the_user_gave_but_its_results_and_plan(monkeypatch):
+def test_the_advice_replays_every_option_the_user_gave_but_its_results_and_plan():
     """An agent program, an environment, a fault schedule or a stopping rule left out of the advice would
     make the advised audit a different protocol (it once dropped `--agent`)."""
     import typer
@@ -87,7 +87,6 @@ def test_the_advice_replays_every_option_the_user_gave_but_its_results_and_plan(
     from agentrel.harness.cli.main import app
     from agentrel.harness.cli.next_steps import given_options
 
-    monkeypatch.setenv("AGENTREL_ENV", "agentrel-enterprise")  # parsing --env selects one: undone after
     audit = typer.main.get_command(app).commands["audit"]  # type: ignore[attr-defined]
     argv = ["-m", "a", "--agent", "mine=python my agent.py", "--env", "tau2-airline", "--k", "2"]
     argv += ["--results", "r", "--plan", "--until", "detect", "--target-p", "0.05", "--no-report"]

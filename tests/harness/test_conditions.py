@@ -21,7 +21,8 @@ from agentrel.harness.errors import UsageError, UserError
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.run.audit import audit
 from agentrel.harness.run.pipeline import Pipeline, ToolCall
-from agentrel.sandbox.tools import ToolResult, all_tools
+from agentrel.sandbox.environments.enterprise.tools import all_tools
+from agentrel.sandbox.tools import ToolResult
 
 REFUND_TASK = "csm-double-charge"
 AGENTREL = [sys.executable, "-m", "agentrel.harness.cli"]

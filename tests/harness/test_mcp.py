@@ -27,6 +27,7 @@ from agentrel.harness.run.episode import judge, prepare
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.databases import RUN_PREFIX
 from agentrel.sandbox.dump import dump_database
+from agentrel.sandbox.environments.enterprise.schema import table_infos
 from agentrel.sandbox.tools import ToolBox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def expected(sandbox) -> dict[str, Any]:
     try:
         with ToolBox(sandbox.dbs.tool_conninfo(run_db), prepared.tools, prepared.acting_user_id) as box:
             results = [box.call(name, args) for name, args in CALLS]
-        after = dump_database(sandbox.server.conninfo(run_db))
+        after = dump_database(sandbox.server.conninfo(run_db), table_infos().values())
     finally:
         sandbox.dbs.drop(run_db)
     assert [r.ok for r in results] == EXPECT_OK

@@ -4,7 +4,7 @@ import pytest
 
 from agentrel.dsl.state import DumpFormatError, State, TableState
 from agentrel.harness.results.directory import ResultsDir
-from agentrel.sandbox.seed import generate
+from agentrel.sandbox.environments.enterprise.seed import generate
 
 
 def changed_copy(base: State) -> State:

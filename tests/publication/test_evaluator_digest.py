@@ -34,7 +34,7 @@ ISSUE_FILES = {
     "harness/results/directory.py",
     "harness/results/status.py",
     "harness/run/session.py",
-    "sandbox/tools/actions.py",
+    "sandbox/environments/enterprise/tools/actions.py",
 }
 
 

@@ -129,7 +129,7 @@ def test_the_suite_is_the_one_of_the_environment_the_runs_were_recorded_on(
     from agentrel.harness.publication import rederive as module
     from agentrel.harness.suite_paths import ENV, suite_root
     from agentrel.sandbox.environments import registry
-    from agentrel.sandbox.environments.enterprise import Enterprise
+    from agentrel.sandbox.environments.enterprise.env import Enterprise
 
     suite = tmp_path / "suite"
     shutil.copytree(suite_root(), suite)

@@ -10,8 +10,12 @@ import pytest
 
 from agentrel.dsl.state import load
 from agentrel.sandbox.dump import dump_database
-from agentrel.sandbox.seed import generate
+from agentrel.sandbox.environments import default
+from agentrel.sandbox.environments.enterprise.schema import table_infos
+from agentrel.sandbox.environments.enterprise.seed import generate
 from agentrel.sandbox.servers.local import LocalCluster
+
+ENTERPRISE = default()
 
 
 def test_seed_template_matches_the_generated_data(sandbox):
@@ -30,9 +34,9 @@ def test_run_databases_are_isolated_from_each_other_and_from_the_template(sandbo
                 "DELETE FROM group_members WHERE (group_id, user_id) IN "
                 "(SELECT group_id, user_id FROM group_members LIMIT 1)"
             )
-        changed = dump_database(sandbox.server.conninfo(a)).digest()
+        changed = dump_database(sandbox.server.conninfo(a), table_infos().values()).digest()
         assert changed != tpl.digest
-        assert dump_database(sandbox.server.conninfo(b)).digest() == tpl.digest
+        assert dump_database(sandbox.server.conninfo(b), table_infos().values()).digest() == tpl.digest
         assert sandbox.dbs.dump_template(tpl.name).digest() == tpl.digest
     finally:
         sandbox.dbs.drop(a)
@@ -46,7 +50,7 @@ def test_changing_one_value_in_one_row_changes_the_digest(sandbox):
     try:
         with psycopg.connect(sandbox.server.conninfo(run), autocommit=True) as conn:
             conn.execute("UPDATE contacts SET phone = phone || '0' WHERE id = 7")
-        assert dump_database(sandbox.server.conninfo(run)).digest() != tpl.digest
+        assert dump_database(sandbox.server.conninfo(run), table_infos().values()).digest() != tpl.digest
     finally:
         sandbox.dbs.drop(run)
 
@@ -81,7 +85,8 @@ def test_orphaned_run_databases_from_a_crash_are_dropped_at_next_start(sandbox, 
         import os, sys, time
         from agentrel.sandbox.servers.local import LocalCluster
         from agentrel.sandbox.databases import Databases, Template
-        dbs = Databases(LocalCluster())
+        from agentrel.sandbox.environments import default
+        dbs = Databases(LocalCluster(), default())
         name = dbs.create_run(Template({sandbox.seed_template().name!r}, ""))
         print(name, flush=True)
         time.sleep(60)
@@ -129,7 +134,7 @@ def test_post_run_dump_rereads_exactly_the_written_tables(sandbox):
             )
             conn.execute("UPDATE cases SET state = state WHERE id = -1")  # no row: still marked, harmless
             assert tracking.touched(conn) == {"invoices", "user_roles", "cases"}
-        fast, full = dump_run(conninfo, before), dump_database(conninfo)
+        fast, full = dump_run(conninfo, before), dump_database(conninfo, table_infos().values())
         assert fast.digest(before) == full.digest() != before.digest()
         assert fast.tables["accounts"] is before.tables["accounts"]  # unwritten: shared, not re-read
     finally:
@@ -144,12 +149,12 @@ def test_an_external_server_by_dsn_serves_templates_and_runs(sandbox):
     server = resolve_server(dsn=sandbox.server.conninfo("postgres"))
     assert isinstance(server, ExternalServer)
     server.ensure_running()
-    dbs = Databases(server)
+    dbs = Databases(server, sandbox.env)
     tpl = dbs.seed_template()
     assert tpl.digest == sandbox.seed_template().digest
     run = dbs.create_run(tpl)
     try:
-        assert dump_database(server.conninfo(run)).digest() == tpl.digest
+        assert dump_database(server.conninfo(run), table_infos().values()).digest() == tpl.digest
         # A server the user runs may want passwords: the run's role gets one, known only in memory.
         assert "password=" in dbs.tool_conninfo(run)
         with psycopg.connect(dbs.tool_conninfo(run)) as conn:
@@ -169,14 +174,14 @@ def test_a_cluster_deleted_without_destroy_leaves_no_run_space_that_blocks_the_n
     if first.run_space is None:
         pytest.skip("no RAM-backed /dev/shm on this machine: runs live in the data directory")
     first.ensure_running()
-    Databases(first).run_tablespace()
+    Databases(first, ENTERPRISE).run_tablespace()
     first.stop()
     shutil.rmtree(home)  # the home removed by hand: the run space stays
     assert first.run_space is not None and any(first.run_space.iterdir())
     second = LocalCluster(home)
     try:
         second.ensure_running()
-        assert Databases(second).run_tablespace() is not None
+        assert Databases(second, ENTERPRISE).run_tablespace() is not None
     finally:
         second.destroy()
 

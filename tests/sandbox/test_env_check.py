@@ -46,15 +46,12 @@ def check(cluster, agentrel_home) -> Iterator[Any]:
     def run(env: refund_desk.RefundDesk, say: Any = None) -> list[Any]:
         registry.register(env.name, lambda: env)
         registered.append(env.name)
-        registry.select(env.name)
         sb = Sandbox(cluster, home=agentrel_home, env=env)
-        return check_environment(sb, load_suite(), **({"say": say} if say else {}))
+        return check_environment(sb, load_suite(env=env), **({"say": say} if say else {}))
 
-    old = registry.current_name()
     yield run
     for name in registered:
         registry.unregister(name)
-    registry.select(old)
 
 
 def _named(problems: list[Any], check: str) -> list[str]:

@@ -48,7 +48,7 @@ def plugin(tmp_path: Path) -> list[Path]:
 
 def test_the_built_in_is_the_default_and_lists_itself():
     assert {"agentrel-enterprise", "tau2-airline"} <= set(registry.names())
-    assert registry.current_name() == registry.DEFAULT == "agentrel-enterprise"
+    assert registry.default().name == registry.DEFAULT == "agentrel-enterprise"
     env = registry.load("agentrel-enterprise")
     assert len(env.table_infos()) == 39
     assert {"issue_credit", "get_case"} <= set(env.tools())

@@ -6,7 +6,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentrel.sandbox import roles
 from agentrel.sandbox.dump import connect_canonical, dump_database, dump_run
-from agentrel.sandbox.tools import ToolBox, all_tools
+from agentrel.sandbox.environments.enterprise.schema import table_infos
+from agentrel.sandbox.environments.enterprise.tools import all_tools
+from agentrel.sandbox.tools import ToolBox
 
 
 @pytest.fixture()
@@ -89,7 +91,7 @@ def test_tool_calls_as_the_tool_role_write_and_are_tracked(sandbox, runs):
         assert box.call("create_purchase_request", {"cost_center_id": 1, "item": "disk", "amount": 9}).ok
         assert box.call("delete_ci_relationship", {"id": 5}).ok
     owner = sandbox.server.conninfo(run)
-    fast, full = dump_run(owner, before), dump_database(owner)
+    fast, full = dump_run(owner, before), dump_database(owner, table_infos().values())
     assert fast.digest(before) == full.digest() != before.digest()
     with connect_canonical(owner) as conn:
         assert conn.execute("SELECT count(*) FROM agentrel_meta.touched").fetchone() == (3,)
@@ -121,7 +123,7 @@ def test_an_owner_that_cannot_create_roles_runs_unconfined_with_a_warning(sandbo
         owner = {k: v for k, v in conninfo_to_dict(sandbox.server.conninfo("postgres")).items()}
         owner.pop("passfile")
         dsn = make_conninfo("", **{**owner, "user": "agentrel_test_plain", "password": "plain-pw"})
-        dbs = Databases(ExternalServer(dsn))
+        dbs = Databases(ExternalServer(dsn), sandbox.env)
         assert dbs.confined() is False and dbs.confined() is False
         assert capsys.readouterr().err.count("cannot create roles") == 1
         assert dbs.tool_conninfo("agentrel_run_x") == dbs.server.conninfo("agentrel_run_x")

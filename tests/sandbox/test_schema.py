@@ -1,6 +1,6 @@
 import sqlalchemy as sa
 
-from agentrel.sandbox.schema import ddl, metadata, table_infos
+from agentrel.sandbox.environments.enterprise.schema import ddl, metadata, table_infos
 
 
 def test_schema_is_an_enterprise_of_at_least_30_tables_with_real_foreign_keys():

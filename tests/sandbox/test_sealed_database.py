@@ -220,7 +220,7 @@ def test_the_superuser_password_is_in_no_childs_environment_or_argv(sandbox, tmp
     async def tool_server_sees() -> list[bytes]:
         rig = await FaultRig.start(sandbox, prepared, run_db)
         try:
-            pids = [rig.server.pid, *(p.pid for p in list(POOL._idle))]
+            pids = [rig.server.pid, *(p.pid for spares in list(POOL._idle.values()) for p in spares)]
             return [
                 Path(f"/proc/{pid}/{what}").read_bytes() for pid in pids for what in ("environ", "cmdline")
             ]

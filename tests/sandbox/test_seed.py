@@ -1,7 +1,7 @@
 import re
 from collections import Counter
 
-from agentrel.sandbox.seed import generate
+from agentrel.sandbox.environments.enterprise.seed import generate
 
 
 def test_same_seed_and_scale_give_the_same_digest_and_others_differ():

@@ -5,7 +5,9 @@ import pytest
 from agentrel.harness.agents.anthropic import AnthropicWire
 from agentrel.harness.agents.openai import OpenAIWire
 from agentrel.sandbox.dump import dump_database
-from agentrel.sandbox.tools import ToolBox, all_tools
+from agentrel.sandbox.environments.enterprise.schema import table_infos
+from agentrel.sandbox.environments.enterprise.tools import all_tools
+from agentrel.sandbox.tools import ToolBox
 
 
 @pytest.fixture()
@@ -93,9 +95,9 @@ def test_unparsed_arguments_are_a_tool_error(box):
 
 
 def test_a_failed_call_rolls_back_and_the_next_call_works(box, sandbox, run_db):
-    before = dump_database(sandbox.server.conninfo(run_db)).digest()
+    before = dump_database(sandbox.server.conninfo(run_db), table_infos().values()).digest()
     assert not box.call("update_incident", {"id": 1, "priority": "high"}).ok
-    assert dump_database(sandbox.server.conninfo(run_db)).digest() == before
+    assert dump_database(sandbox.server.conninfo(run_db), table_infos().values()).digest() == before
     assert box.call("update_incident", {"id": 1, "priority": 1}).ok
 
 
@@ -105,8 +107,8 @@ def test_writes_touch_only_their_run_database(sandbox, box, run_db):
     try:
         assert box.call("send_customer_email", {"contact_id": 3, "subject": "RMA", "body": "steps"}).ok
         assert box.call("delete_ci_relationship", {"id": 5}).ok
-        assert dump_database(sandbox.server.conninfo(run_db)).digest() != tpl.digest
-        assert dump_database(sandbox.server.conninfo(other)).digest() == tpl.digest
+        assert dump_database(sandbox.server.conninfo(run_db), table_infos().values()).digest() != tpl.digest
+        assert dump_database(sandbox.server.conninfo(other), table_infos().values()).digest() == tpl.digest
         assert sandbox.dbs.dump_template(tpl.name).digest() == tpl.digest
     finally:
         sandbox.dbs.drop(other)
@@ -166,13 +168,15 @@ def test_the_budget_bounds_the_whole_call_not_each_statement(sandbox, run_db):
         "many_slow": Tool("many_slow", "sleeps", schema, "irreversible", many_slow),
         "slow_in_python": Tool("slow_in_python", "sleeps", obj({}), "irreversible", slow_in_python),
     }
-    before = dump_database(sandbox.server.conninfo(run_db)).digest()
+    before = dump_database(sandbox.server.conninfo(run_db), table_infos().values()).digest()
     with ToolBox(sandbox.dbs.tool_conninfo(run_db), tools, acting_user_id=1, call_timeout_s=0.4) as box:
         t0 = time.perf_counter()
         assert box.call("many_slow", {"n": 6}).content == {"error": "the tool call timed out"}
         assert time.perf_counter() - t0 < 0.7  # six statements would take 0.9 s
         assert box.call("slow_in_python", {}).content == {"error": "the tool call timed out"}
-        assert dump_database(sandbox.server.conninfo(run_db)).digest() == before  # both rolled back
+        assert (
+            dump_database(sandbox.server.conninfo(run_db), table_infos().values()).digest() == before
+        )  # both rolled back
         for _ in range(5):  # no cancel outlives its call and cuts the next one
             assert box.call("many_slow", {"n": 2}).content == "done"
 

@@ -18,16 +18,10 @@ from agentrel.sandbox.environments import registry
 
 @contextmanager
 def selected(cluster: Any, home: Path, name: str) -> Iterator[Any]:
-    """A sandbox on environment `name`, selected while the block runs (the suite and catalogue follow it),
-    the previous environment selected again after."""
+    """A sandbox on environment `name` (the audit reads the suite and catalogue of its environment)."""
     from agentrel.sandbox.sandbox import Sandbox
 
-    old = registry.current_name()
-    env = registry.select(name)
-    try:
-        yield Sandbox(cluster, home=home, env=env)
-    finally:
-        registry.select(old)
+    yield Sandbox(cluster, home=home, env=registry.load(name))
 
 
 def run(sandbox: Any, results: Path, model: str, condition: str, tasks: list[str], k: int, **kw: Any) -> Any:
@@ -95,7 +89,7 @@ def replayed(sandbox: Any, task: Task, steps: list[Step], final: str) -> tuple[A
         return finished.after, session.calls
 
     after, calls = asyncio.run(go())
-    cat = load_catalogue()
+    cat = load_catalogue(env=sandbox.env)
     extra = [(cat.specs[g.id], None) for g in cat.goals]
     return label(prep.spec, task.params, prep.before, after, RunFacts(final_message=final), extra), calls
 

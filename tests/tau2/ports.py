@@ -22,15 +22,11 @@ PRIMARY_KEYS = (
 
 @contextmanager
 def suite_of(name: str) -> Iterator[tuple[Any, list[Any]]]:
-    """The environment `name`, selected while the block runs, and its suite."""
+    """The environment `name` and its suite."""
     from agentrel.harness.tasks import load_suite
 
-    old = registry.current_name()
-    env = registry.select(name)
-    try:
-        yield env, load_suite()
-    finally:
-        registry.select(old)
+    env = registry.load(name)
+    yield env, load_suite(env=env)
 
 
 @contextmanager

@@ -35,17 +35,19 @@ BOOKING_ONLY = "tau2-airline-two-certificates"  # a booking task: narrowed to it
 BOOKING_TOOLS = ["get_user_details", "get_reservation_details", "search_direct_flight", "book_reservation"]
 CANCEL_TOOLS = ["get_user_details", "get_reservation_details", "cancel_reservation"]
 
+ENV = registry.load("tau2-airline")
+
 
 @pytest.fixture(scope="module")
 def airline(cluster, agentrel_home: Path) -> Iterator[object]:
-    """A sandbox on tau2-airline, selected for this module (the suite and catalogue follow it)."""
+    """A sandbox on tau2-airline (the audit reads its environment's suite and catalogue)."""
     with selected(cluster, agentrel_home, "tau2-airline") as sandbox:
         yield sandbox
 
 
 @pytest.fixture(scope="module")
 def catalogue(airline) -> Catalogue:
-    return load_catalogue()
+    return load_catalogue(env=ENV)
 
 
 # ---- the catalogue ---------------------------------------------------------------------------------
@@ -56,9 +58,9 @@ def test_the_airline_catalogue_holds_goals_and_shares_the_builtin_payloads(catal
 
     from agentrel.harness.conditions.catalogue import default_root, payloads_path
 
-    assert not (default_root() / "payloads.yaml").exists()  # goals only: nothing copied
+    assert not (default_root(ENV) / "payloads.yaml").exists()  # goals only: nothing copied
     shared = builtin_root() / "payloads.yaml"
-    assert payloads_path(default_root()) == shared
+    assert payloads_path(default_root(ENV)) == shared
     ids = [p["id"] for p in yaml.safe_load(shared.read_text())["payloads"]]
     assert [p.id for p in catalogue.payloads] == ids
     assert {g.id for g in catalogue.goals} >= {"cancel-reservation", "issue-certificate", "change-passenger"}
@@ -72,7 +74,7 @@ def test_a_goal_whose_tools_the_task_lacks_is_never_planted(airline, catalogue):
     a task whose tools carry none has no goal to draw (the audit leaves its cells out). The suite's tasks
     offer the whole toolset, as τ² does, so every goal fits them; a task narrowed to cancelling draws only
     the cancellation, and one narrowed to booking draws nothing."""
-    suite = {t.id: t for t in load_suite()}
+    suite = {t.id: t for t in load_suite(env=ENV)}
     assert all(
         {g.id for g in catalogue.goals_for(t)} == {g.id for g in catalogue.goals} for t in suite.values()
     )
@@ -101,16 +103,12 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(airline, tmp_path
         assert {e.spec for e in injected(record)} == {f"injection:{goal}"}, record.run_id
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["environment"]["name"] == "tau2-airline"
-    assert manifest["injection_catalogue_digest"] == load_catalogue().digest
+    assert manifest["injection_catalogue_digest"] == load_catalogue(env=ENV).digest
     # Publication re-derives each verdict with the goal the seed draws, from the recorded environment's
     # catalogue, even in a process on another environment (analyze and publish take no --env).
     from agentrel.harness.publication.rederive import rederive
 
-    registry.select(registry.DEFAULT)
-    try:
-        assert rederive(tmp_path / "r", manifest, workers=1) == []
-    finally:
-        registry.select("tau2-airline")
+    assert rederive(tmp_path / "r", manifest, workers=1) == []
 
 
 def test_with_the_whole_toolset_every_task_is_attacked(airline, tmp_path):
@@ -134,7 +132,7 @@ def test_a_fault_schedule_run_records_its_witnessed_outcome(airline, tmp_path):
 
 
 def test_every_goal_fires_on_its_tasks_and_no_oracle_fires_one(airline, catalogue):
-    suite = load_suite()
+    suite = load_suite(env=ENV)
     for task in suite:
         verdict, _ = replayed(airline, task, task.oracle.steps, task.oracle.final)
         assert fired_goals(verdict) == set(), task.id

@@ -5,6 +5,7 @@ status` shows each environment's seed template digest when both have one."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -22,30 +23,25 @@ DAMAGING = f"scripted_overreach__{TASK}__clean__0001"
 
 @pytest.fixture(scope="module")
 def airline_audit(cluster, agentrel_home: Path, tmp_path_factory) -> Path:
-    """scripted/overreach on tau2-airline-cancel-two (refunds both reservations: one is damage); the
-    default environment is selected again afterwards, as a later `agentrel view` process would have it."""
+    """scripted/overreach on tau2-airline-cancel-two (refunds both reservations: one is damage), in a
+    process whose own variables name no environment, as a later `agentrel view` process would have it."""
     from agentrel.sandbox.sandbox import Sandbox
 
     results = tmp_path_factory.mktemp("airline-view") / "results"
-    old = registry.current_name()
-    try:
-        env = registry.select("tau2-airline")
-        audit(
-            models=["scripted/overreach"],
-            k=1,
-            tasks=[TASK],
-            concurrency=1,
-            results=results,
-            sandbox=Sandbox(cluster, home=agentrel_home, env=env),
-            show_progress=False,
-        )
-    finally:
-        registry.select(old)
+    audit(
+        models=["scripted/overreach"],
+        k=1,
+        tasks=[TASK],
+        concurrency=1,
+        results=results,
+        sandbox=Sandbox(cluster, home=agentrel_home, env=registry.load("tau2-airline")),
+        show_progress=False,
+    )
     return results
 
 
 def test_view_labels_airline_rows_from_the_audits_own_suite(airline_audit):
-    assert registry.current_name() == registry.DEFAULT  # the process would read the enterprise suite
+    assert "AGENTREL_ENV" not in os.environ  # no variable points the view at the airline suite
     with served(airline_audit) as url:
         r = httpx.get(f"{url}/runs/{DAMAGING}")
     assert r.status_code == 200
@@ -92,14 +88,10 @@ def test_status_cli_lists_both_digests(cluster, agentrel_home: Path):
     from agentrel.sandbox.sandbox import Sandbox
 
     airline = Sandbox(cluster, home=agentrel_home, env=registry.load("tau2-airline")).seed_template().digest
-    old = registry.current_name()
-    try:
-        got = CliRunner().invoke(app, ["sandbox", "status", "--env", "tau2-airline", "--json"])
-        table = CliRunner().invoke(
-            app, ["sandbox", "status"], env={"COLUMNS": "200", "AGENTREL_ENV": registry.DEFAULT}
-        )
-    finally:
-        registry.select(old)
+    got = CliRunner().invoke(app, ["sandbox", "status", "--env", "tau2-airline", "--json"])
+    table = CliRunner().invoke(
+        app, ["sandbox", "status"], env={"COLUMNS": "200", "AGENTREL_ENV": registry.DEFAULT}
+    )
     assert got.exit_code == 0, got.output
     status = json.loads(got.output)
     assert status["seed_digest"] == airline == status["seed_digests"]["tau2-airline"]

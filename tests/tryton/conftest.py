@@ -33,15 +33,13 @@ def tryton_sandbox(tryton_home: Path):
     from agentrel.sandbox.sandbox import Sandbox
     from agentrel.sandbox.servers.local import LocalCluster
 
-    old = registry.current_name()
-    env = registry.select("tryton-erp")
+    env = registry.load("tryton-erp")
     cluster = LocalCluster(tryton_home)
     cluster.ensure_running()
     sb = Sandbox(cluster, home=tryton_home, env=env)
     sb.dbs.drop_orphans()
     sb.seed_template()  # built once per fingerprint, kept in the home for the next session
     yield sb
-    registry.select(old)
     if not os.environ.get("TRYTON_TEST_HOME"):
         cluster.destroy()
     else:

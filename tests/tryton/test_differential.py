@@ -67,7 +67,7 @@ def _oracles(sb):
     from agentrel.harness.run.episode import prepare
     from agentrel.harness.tasks import load_suite
 
-    for task in load_suite():
+    for task in load_suite(env=sb.env):
         prepared = prepare(sb, task)
         steps = [{"tool": s.tool, "args": s.args} for s in task.oracle.steps]
         yield task.id, prepared, steps

@@ -12,10 +12,8 @@ from agentrel.harness.tasks import load_suite
 
 
 def _suite(sb):
-    from agentrel.sandbox.environments import registry
-
-    assert registry.current_name() == "tryton-erp"
-    return load_suite()
+    assert sb.env.name == "tryton-erp"
+    return load_suite(env=sb.env)
 
 
 def test_the_suite_has_tasks_of_both_verticals(tryton_sandbox) -> None:

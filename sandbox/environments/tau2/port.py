@@ -64,7 +64,7 @@ class Tau2Port(Environment):
         return infos
 
     def tools(self) -> Mapping[str, Tool]:
-        # Imported when asked: the tool package imports the sandbox machinery, which imports the registry.
+        # Imported when asked: listing environments or reading a fingerprint builds no tools.
         module = importlib.import_module(f"agentrel.sandbox.environments.tau2.{self.domain}_tools")
         tools: Mapping[str, Tool] = module.TOOLS
         return tools

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from agentrel.sandbox.seed.core import NOW, Generator, day, money, ts
-from agentrel.sandbox.seed.words import CI_CLASSES, INC_TOPICS, SITES
+from agentrel.sandbox.environments.enterprise.seed.core import NOW, Generator, day, money, ts
+from agentrel.sandbox.environments.enterprise.seed.words import CI_CLASSES, INC_TOPICS, SITES
 
 
 def itsm(gen: Generator) -> None:

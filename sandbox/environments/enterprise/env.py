@@ -11,7 +11,7 @@ import psycopg
 from agentrel.dsl.state import State, TableInfo
 from agentrel.sandbox.defaults import PACKAGED_SUITE
 from agentrel.sandbox.environments.contract import Environment
-from agentrel.sandbox.seed.core import NOW
+from agentrel.sandbox.environments.enterprise.seed.core import NOW
 from agentrel.sandbox.tools.base import Tool
 
 
@@ -23,27 +23,28 @@ class Enterprise(Environment):
     clock = NOW  # the seed's "today", which every tool uses as now
 
     def versions(self) -> Mapping[str, str]:
-        from agentrel.sandbox import seed as seedgen
-        from agentrel.sandbox.schema import schema_digest
+        from agentrel.sandbox.environments.enterprise import seed as seedgen
+        from agentrel.sandbox.environments.enterprise.schema import schema_digest
 
         return {"schema": schema_digest(), "seed_generator": seedgen.GENERATOR_VERSION}
 
     def build(self, conn: psycopg.Connection, seed: str, scale: int) -> State:
-        from agentrel.sandbox import seed as seedgen
-        from agentrel.sandbox.dump import create_schema, load_state
+        from agentrel.sandbox.dump import load_state
+        from agentrel.sandbox.environments.enterprise import seed as seedgen
+        from agentrel.sandbox.environments.enterprise.schema import ddl, sorted_tables
 
         state = seedgen.generate(seed, scale)
-        create_schema(conn)
-        load_state(conn, state)
+        conn.execute(ddl())
+        load_state(conn, state, [t.name for t in sorted_tables()])
         return state
 
     def table_infos(self) -> Mapping[str, TableInfo]:
-        from agentrel.sandbox.schema import table_infos
+        from agentrel.sandbox.environments.enterprise.schema import table_infos
 
         return table_infos()
 
     def tools(self) -> Mapping[str, Tool]:
-        from agentrel.sandbox.tools import all_tools
+        from agentrel.sandbox.environments.enterprise.tools import all_tools
 
         return all_tools()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from agentrel.sandbox.schema.base import bookkeeping, fk, id_col, metadata, money, ts
+from agentrel.sandbox.environments.enterprise.schema.base import bookkeeping, fk, id_col, metadata, money, ts
 
 Text, Int, Bool, Date = sa.Text, sa.Integer, sa.Boolean, sa.Date
 

@@ -8,8 +8,9 @@ from typing import Any
 import sqlalchemy as sa
 from psycopg import sql
 
-from agentrel.sandbox.schema import metadata
-from agentrel.sandbox.seed import NOW
+from agentrel.sandbox.environments.enterprise.schema import metadata
+from agentrel.sandbox.environments.enterprise.seed import NOW
+from agentrel.sandbox.environments.enterprise.tools.entities import Entity
 from agentrel.sandbox.tools.base import (
     Args,
     Tool,
@@ -24,7 +25,6 @@ from agentrel.sandbox.tools.base import (
     shown,
     text,
 )
-from agentrel.sandbox.tools.entities import Entity
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 20

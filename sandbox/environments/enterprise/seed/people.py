@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from agentrel.sandbox.seed.core import NOW, SERVICE_ACCOUNT, Generator, day, ts
-from agentrel.sandbox.seed.words import DEPARTMENTS, FIRST, LAST, SITES
+from agentrel.sandbox.environments.enterprise.seed.core import NOW, SERVICE_ACCOUNT, Generator, day, ts
+from agentrel.sandbox.environments.enterprise.seed.words import DEPARTMENTS, FIRST, LAST, SITES
 
 
 def people(gen: Generator) -> None:

@@ -6,8 +6,8 @@ import random
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from agentrel.sandbox.databases import DEFAULT_SEED  # noqa: F401  (one default for `--seed`)
-from agentrel.sandbox.schema import table_infos
+from agentrel.sandbox.defaults import DEFAULT_SEED  # noqa: F401  (one default for `--seed`)
+from agentrel.sandbox.environments.enterprise.schema import table_infos
 
 GENERATOR_VERSION = "2"
 SERVICE_ACCOUNT = "svc.agentrel"  # user id 1, the identity every agent acts as

@@ -10,8 +10,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from agentrel.dsl.state import TableInfo
-from agentrel.sandbox.schema import csm, itsm  # noqa: F401  (importing registers the tables)
-from agentrel.sandbox.schema.base import metadata
+from agentrel.sandbox.environments.enterprise.schema import csm, itsm  # noqa: F401  (importing registers the tables)
+from agentrel.sandbox.environments.enterprise.schema.base import metadata
 
 __all__ = ["ddl", "metadata", "schema_digest", "sorted_tables", "table_infos"]
 

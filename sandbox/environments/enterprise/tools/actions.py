@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrel.sandbox.schema import metadata
-from agentrel.sandbox.seed import NOW
+from agentrel.sandbox.environments.enterprise.schema import metadata
+from agentrel.sandbox.environments.enterprise.seed import NOW
+from agentrel.sandbox.environments.enterprise.tools.crud import MONEY_DOC, cents
 from agentrel.sandbox.tools.base import Args, Tool, ToolContext, ToolError, first, obj, scalar, shown, text
-from agentrel.sandbox.tools.crud import MONEY_DOC, cents
 
 AMOUNT = {"type": ["number", "string"], "maxLength": 32, "description": f"{MONEY_DOC}, at least 0.01"}
 NOTE_TABLES = ("incidents", "problems", "change_requests", "cases", "configuration_items", "access_requests")

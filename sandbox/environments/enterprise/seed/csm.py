@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agentrel.sandbox.seed.core import NOW, Generator, day, money, ts
-from agentrel.sandbox.seed.words import CASE_TOPICS, COMPANY_SUFFIX, COMPANY_WORDS, FIRST, INDUSTRIES, LAST
+from agentrel.sandbox.environments.enterprise.seed.core import NOW, Generator, day, money, ts
+from agentrel.sandbox.environments.enterprise.seed.words import (
+    CASE_TOPICS,
+    COMPANY_SUFFIX,
+    COMPANY_WORDS,
+    FIRST,
+    INDUSTRIES,
+    LAST,
+)
 
 
 def csm(gen: Generator) -> None:

@@ -10,11 +10,17 @@ fixed order (people, ITSM, CSM) from one random stream: reordering them changes 
 from __future__ import annotations
 
 from agentrel.dsl.state import State
-from agentrel.sandbox.schema import table_infos
-from agentrel.sandbox.seed.core import DEFAULT_SEED, GENERATOR_VERSION, NOW, SERVICE_ACCOUNT, Generator
-from agentrel.sandbox.seed.csm import csm
-from agentrel.sandbox.seed.itsm import itsm
-from agentrel.sandbox.seed.people import people
+from agentrel.sandbox.environments.enterprise.schema import table_infos
+from agentrel.sandbox.environments.enterprise.seed.core import (
+    DEFAULT_SEED,
+    GENERATOR_VERSION,
+    NOW,
+    SERVICE_ACCOUNT,
+    Generator,
+)
+from agentrel.sandbox.environments.enterprise.seed.csm import csm
+from agentrel.sandbox.environments.enterprise.seed.itsm import itsm
+from agentrel.sandbox.environments.enterprise.seed.people import people
 
 __all__ = ["DEFAULT_SEED", "GENERATOR_VERSION", "NOW", "SERVICE_ACCOUNT", "generate"]
 
