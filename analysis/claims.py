@@ -26,7 +26,7 @@ Pure: the model and the criterion; `claims_judge.py` applies it to a loaded inpu
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -38,6 +38,8 @@ __all__ = [
     "ClaimResult",
     "ClaimsFile",
     "PoolDef",
+    "claim_fields",
+    "undecided",
     "verdict",
 ]
 
@@ -176,3 +178,37 @@ def verdict(op: str, threshold: float, ci_low: float | None, ci_high: float | No
     if ci_high <= threshold:
         return "confirmed"
     return "demoted" if ci_low > threshold else "inconclusive"
+
+
+def claim_fields(claim: Claim) -> dict[str, Any]:
+    """What a result repeats of its claim (its condition is the result's own: a claim may leave it to the
+    pool)."""
+    fields = {
+        "id",
+        "statement",
+        "metric",
+        "model",
+        "op",
+        "threshold",
+        "level",
+        "judged_on",
+        "made_on",
+        "versus",
+    }
+    return claim.model_dump(include=fields)
+
+
+def undecided(claim: Claim, note: str, condition: str | None) -> ClaimResult:
+    """`claim` left inconclusive, with why: no interval could judge it."""
+    return ClaimResult(
+        **claim_fields(claim),
+        condition=condition,
+        status="inconclusive",
+        estimate=None,
+        ci_low=None,
+        ci_high=None,
+        method="none",
+        runs=0,
+        tasks=0,
+        note=note,
+    )

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from agentrel.analysis.cells import cell_table
-from agentrel.analysis.claims import Claim, ClaimResult, ClaimsFile, PoolDef, verdict
+from agentrel.analysis.claims import Claim, ClaimResult, ClaimsFile, PoolDef, claim_fields, verdict
+from agentrel.analysis.claims import undecided as undecided_result
 from agentrel.analysis.normalized import DEFAULT_CONDITION, InputError, LoadedInput
 from agentrel.analysis.pools import PoolResult, compute_pool, pool_cells, pool_specs
 
@@ -93,22 +94,10 @@ def _judge_one(
     pool = claims.pools[claim.judged_on] if claim.judged_on is not None else PoolDef()
     runs = loaded.runs[pool_mask(loaded.runs, pool, row_pools)]
     invalid = loaded.invalid[pool_mask(loaded.invalid, pool, row_pools)]
-    base = dict(claim.model_dump(include={"id", "statement", "metric", "model", "op", "threshold", "level"}))
-    base |= {"judged_on": claim.judged_on, "made_on": claim.made_on, "versus": claim.versus}
+    base = claim_fields(claim)
 
     def undecided(note: str, condition: str | None = claim.condition) -> ClaimResult:
-        return ClaimResult(
-            **base,
-            condition=condition,
-            status="inconclusive",
-            estimate=None,
-            ci_low=None,
-            ci_high=None,
-            method="none",
-            runs=0,
-            tasks=0,
-            note=note,
-        )
+        return undecided_result(claim, note, condition)
 
     if claim.versus is not None:
         return undecided(

@@ -90,4 +90,4 @@ def resolve_executor(
 
         import_ray(local=on_loopback(ray_address))
         return ray_executor(address=ray_address, workers=workers)
-    raise UsageError(f"unknown --executor {name!r}: choose one of {', '.join(EXECUTORS)}")
+    raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}")

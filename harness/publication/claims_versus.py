@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from agentrel.analysis.claims import Claim, ClaimResult, PoolDef, verdict
+from agentrel.analysis.claims import Claim, ClaimResult, PoolDef, claim_fields, verdict
+from agentrel.analysis.claims import undecided as undecided_result
 from agentrel.harness.publication.compare_stats import PairedRun, pair_runs, rate_differences
 
 __all__ = ["judge_versus"]
@@ -36,23 +37,10 @@ def judge_versus(
     assert claim.versus is not None
     pool = pools[claim.judged_on] if claim.judged_on is not None else PoolDef()
     stratum = claim.condition or "all"
-    base = claim.model_dump(
-        include={"id", "statement", "metric", "model", "op", "threshold", "level", "judged_on", "made_on"}
-    )
-    base |= {"versus": claim.versus, "condition": claim.condition}
+    base = {**claim_fields(claim), "condition": claim.condition}
 
     def undecided(note: str) -> ClaimResult:
-        return ClaimResult(
-            **base,
-            status="inconclusive",
-            estimate=None,
-            ci_low=None,
-            ci_high=None,
-            method="none",
-            runs=0,
-            tasks=0,
-            note=note,
-        )
+        return undecided_result(claim, note, claim.condition)
 
     if pool.models is not None and not {claim.model, claim.versus} <= set(pool.models):
         return undecided(f"pool {claim.judged_on} does not hold both {claim.model} and {claim.versus}")

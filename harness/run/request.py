@@ -16,7 +16,15 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from agentrel.analysis.fault_coverage import read_floor
 from agentrel.harness import defaults
@@ -140,18 +148,14 @@ class AuditRequest(BaseModel):
             raise ValueError(f"--max-steps must be at least 1, got {value}")
         return value
 
-    @field_validator("order", mode="before")
+    @field_validator("order", "executor", mode="before")
     @classmethod
-    def _order(cls, value: Any) -> Any:
-        if value not in ORDERS:
-            raise ValueError(f"--order must be one of {', '.join(ORDERS)}, got {value!r}")
-        return value
-
-    @field_validator("executor", mode="before")
-    @classmethod
-    def _executor(cls, value: Any) -> Any:
-        if value not in EXECUTORS:
-            raise ValueError(f"unknown --executor {value!r}: choose one of {', '.join(EXECUTORS)}")
+    def _choice(cls, value: Any, info: ValidationInfo) -> Any:
+        choices = {"order": ORDERS, "executor": EXECUTORS}[str(info.field_name)]
+        if value not in choices:
+            raise ValueError(
+                f"{OPTION[str(info.field_name)]} must be one of {', '.join(choices)}, got {value!r}"
+            )
         return value
 
     @field_validator("fault_coverage_floor", mode="before")

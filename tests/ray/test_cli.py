@@ -35,7 +35,7 @@ def test_executor_ray_without_ray_installed_says_so_in_one_line(tmp_path):
 def test_ray_options_on_the_local_executor_and_unknown_executors_are_usage_errors(tmp_path):
     for args, message in (
         (["--workers", "2"], "--ray-address and --workers apply to --executor ray only"),
-        (["--executor", "dask"], "unknown --executor 'dask': choose one of local, ray"),
+        (["--executor", "dask"], "--executor must be one of local, ray, got 'dask'"),
     ):
         out = agentrel("audit", *args, "--results", str(tmp_path / "r"))
         assert out.returncode == 2 and out.stderr.strip().splitlines() == [f"agentrel: error: {message}"]
