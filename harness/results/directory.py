@@ -81,15 +81,34 @@ class ResultsDir:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+            held = self._held(fd)
             os.close(fd)
-            raise EnvironmentFailure(
-                f"{self.path}: another agentrel process (pid {holder}) is writing these results; "
-                "wait for it to finish or use another --results directory"
-            ) from None
+            raise held from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
+
+    def refuse_if_held(self) -> None:
+        """Refuse now a directory another live writer holds, creating nothing: an audit checks this
+        before it opens the sandbox, so a second writer never waits on what the first holds there (a
+        paused writer's database locks) before hearing the one line `open` would give."""
+        try:
+            fd = os.open(self.path / layout.LOCK, os.O_RDONLY)
+        except OSError:
+            return  # no writer has been here (or the file is unreadable: `open` says so)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise self._held(fd) from None
+        finally:
+            os.close(fd)
+
+    def _held(self, fd: int) -> EnvironmentFailure:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+        return EnvironmentFailure(
+            f"{self.path}: another agentrel process (pid {holder}) is writing these results; "
+            "wait for it to finish or use another --results directory"
+        )
 
     def _repair_tail(self) -> None:
         """Cut a torn last line: an attempt still being written when its writer stopped (it runs again).

@@ -88,6 +88,9 @@ def audit(
     if (session.name if session is not None else None) != request.session:
         raise UsageError("a recorded session needs both the request's `session` name and the live session")
     executor = executor_factory or resolve_executor(request.executor, request.ray_address, request.workers)
+    # A directory another audit is writing is refused before the sandbox is touched: a paused writer may
+    # hold database locks this audit's template checks would otherwise wait on.
+    ResultsDir(request.results_dir(sandbox.env.name if sandbox is not None else None)).refuse_if_held()
     if sandbox is None:
         from agentrel.sandbox.environments.registry import load
 

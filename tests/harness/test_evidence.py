@@ -153,6 +153,30 @@ def test_a_second_writer_on_the_same_results_is_refused_while_the_first_finishes
     assert len(records) == k and len({r["run_id"] for r in records}) == k, retried
 
 
+def test_a_held_results_directory_is_refused_before_the_sandbox_is_opened(tmp_path):
+    """A second writer once opened the sandbox and checked the task templates before it tried the
+    results lock, so it waited (10 minutes, in a loaded run) on what a paused first writer held in
+    Postgres. The lock now comes first: with the directory held, not even the server is tried."""
+    import fcntl
+
+    from agentrel.harness.errors import EnvironmentFailure
+    from agentrel.harness.results import layout
+    from agentrel.harness.run.audit import audit
+
+    results = tmp_path / "r"
+    results.mkdir()
+    fd = os.open(results / layout.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.pwrite(fd, b"4242", 0)
+        unreachable = "host=127.0.0.1 port=1 user=nobody dbname=nothing connect_timeout=2"
+        with pytest.raises(EnvironmentFailure, match=r"another agentrel process \(pid 4242\)"):
+            audit(models=["scripted/oracle"], tasks=[TASK], results=results, dsn=unreachable)
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in results.iterdir()) == [layout.LOCK]  # nothing created beside it
+
+
 def test_a_stale_lock_file_from_a_killed_writer_does_not_block_the_resume(sandbox, tmp_path):
     results = tmp_path / "r"
     results.mkdir()

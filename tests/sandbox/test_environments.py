@@ -14,7 +14,8 @@ import pytest
 from agentrel.analysis.inputs import load_input
 from agentrel.analysis.normalized import InputError
 from agentrel.harness.manifest import build_manifest
-from agentrel.harness.run.request import AuditRequest, manifest_hash
+from agentrel.harness.results.manifest import manifest_hash
+from agentrel.harness.run.request import AuditRequest
 from agentrel.sandbox.environments import registry
 from agentrel.sandbox.environments.contract import table_info
 from tests.analysis.conftest import record, write_results
