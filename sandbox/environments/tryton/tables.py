@@ -1,10 +1,10 @@
 """The tables in the diff: every table of the Tryton template (catalog.py) but its noise, each keyed by
 its integer `id`, with Tryton's bookkeeping columns volatile.
 
-Noise, outside the diff: sessions (wizards' too), caches, the task queue, login attempts (each written by
-merely using the server, saying nothing about the act). Volatile, in the diff but ignored by it: the timestamps and
-writer Tryton stamps on every write, password hashes (salted afresh by every build), and the invoice
-report cache's bookkeeping (bytea columns are never listed: schema_listing.py).
+Noise, outside the diff: sessions (wizards' too), caches, the task queue, login attempts (each written
+by merely using the server, saying nothing about the act). Volatile, in the diff but ignored by it: the
+timestamps and writer Tryton stamps on every write, password hashes (salted afresh by every build), and
+the invoice report cache's bookkeeping (bytea columns are never listed: schema_listing.py).
 """
 
 from __future__ import annotations
