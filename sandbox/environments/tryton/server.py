@@ -56,6 +56,7 @@ class Running:
 _WHERE_WHO = frozenset({"host", "hostaddr", "port", "user", "dbname", "sslmode"})
 _servers: dict[str, Running] = {}
 _standby: subprocess.Popen[bytes] | None = None  # the next run's server, its imports done (standby.py)
+_standby_owner = 0  # the pid of the process that started it
 _lock = threading.Lock()
 
 
@@ -112,10 +113,11 @@ def _open_session(conninfo: str, user_id: int) -> tuple[str, str]:
 def _start(conninfo: str, database: str, user_id: int) -> Running:
     """Hand the run database to the warm standby (started cold if there is none), then start the next
     standby, so the next run's server has its imports done before the run asks for it."""
-    global _standby
+    global _standby, _standby_owner
     login, key = _open_session(conninfo, user_id)
     log = log_path(database)
-    warm = _standby is not None and _standby.poll() is None
+    # A forked child shares its parent's standby's pipes: only the process that started it hands it a run.
+    warm = _standby is not None and _standby.poll() is None and _standby_owner == os.getpid()
     process, _standby = (_standby if warm and _standby is not None else _spawn()), None
     with tempfile.TemporaryDirectory(prefix="agentrel-tryton-") as tmp:
         config = settings.write_config(Path(tmp) / "trytond.conf", conninfo)
@@ -128,7 +130,7 @@ def _start(conninfo: str, database: str, user_id: int) -> Running:
             pass  # the standby died: _await_port says so with its log
         port = _await_port(process, log)
     if KEEP_STANDBY:
-        _standby = _spawn()
+        _standby, _standby_owner = _spawn(), os.getpid()
     return Running(database, port, user_id, login, key, process, log)
 
 
@@ -194,7 +196,7 @@ def _stop_all() -> None:
     with _lock:
         servers = list(_servers.values())
         _servers.clear()
-        if _standby is not None:
+        if _standby is not None and _standby_owner == os.getpid():
             _standby.kill()
             _standby.wait()
             _standby = None
