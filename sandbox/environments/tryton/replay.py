@@ -94,7 +94,7 @@ def run(steps: list[dict[str, Any]]) -> None:
                 pay.form.payment_method = Method(args["payment_method_id"])
                 pay.form.description = args.get("description", "")
                 pay.execute("choice")
-                if pay.state == "ask" and args.get("difference"):
+                if pay.form_state == "ask" and args.get("difference"):
                     pay.form.type = args["difference"]
                     if args["difference"] == "writeoff":
                         pay.form.writeoff = Model.get("account.move.reconcile.write_off")(
