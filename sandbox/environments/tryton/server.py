@@ -2,12 +2,10 @@
 
 The server reaches Postgres as the run's own role (the tool call's connection says which, with its
 password): it can touch its run database and nothing else, exactly as an in-process tool could. It is
-started with the business date pinned and the database's pool loaded, listens on 127.0.0.1 on a port of
-the kernel's choosing, and exits by itself when the run database is dropped or this process dies. Each
-server is a standby (standby.py) started during the previous run: its imports done and, while it waits,
-the previous run's pool loaded from that run's database (a clone of the same template, read-only, as
-that run's role, before the standby holds anything of its own run). The run's first call hands it the
-run database, whose pool is that pool; the next standby starts then. The agent's clerk logs in through a
+started with the business date pinned and the database preloaded (standby.py), listens on 127.0.0.1 on a
+port of the kernel's choosing, and exits by itself when the run database is dropped or this process
+dies. Each server is a standby (standby.py) started ahead, its imports done, and handed the run database
+when the run's first call comes; the next standby starts then. The agent's clerk logs in through a
 session key made for this server alone (a fresh random key in `ir_session`, a table outside the diff):
 no password exists anywhere for it.
 
@@ -133,20 +131,7 @@ def _start(conninfo: str, database: str, user_id: int) -> Running:
         port = _await_port(process, log)
     if KEEP_STANDBY:
         _standby, _standby_owner = _spawn(), os.getpid()
-        _preload(_standby, conninfo, database)
     return Running(database, port, user_id, login, key, process, log)
-
-
-def _preload(standby: subprocess.Popen[bytes], conninfo: str, database: str) -> None:
-    """Have the standby load this run's pool ahead (read-only, as this run's role): the next run's
-    database is a clone of the same template, so its pool is this one under another name."""
-    line = {"preload": {"uri": settings.database_uri(conninfo), "db": database}}
-    assert standby.stdin is not None
-    try:
-        standby.stdin.write(json.dumps(line).encode() + b"\n")
-        standby.stdin.flush()
-    except OSError:
-        pass  # the standby died: the next run starts one cold
 
 
 def _spawn() -> subprocess.Popen[bytes]:
