@@ -30,7 +30,11 @@ def run(tryton_sandbox):
 
 def test_the_catalog_listing_is_the_templates(tryton_sandbox) -> None:
     sb = tryton_sandbox
-    assert read_catalog(sb.server.conninfo(sb.seed_template().name)) == CATALOG
+    name = sb.dbs.create_run(sb.seed_template())  # a template takes no connection: read a clone of it
+    try:
+        assert read_catalog(sb.server.conninfo(name)) == CATALOG
+    finally:
+        sb.dbs.drop(name)
 
 
 def test_the_seed_has_real_volume(tryton_sandbox) -> None:
@@ -124,3 +128,62 @@ def test_a_run_server_connects_as_the_runs_own_role(run) -> None:
         ).fetchall()
     assert rows, "no Tryton connection to the run database"
     assert set(rows) == {(name, name)}
+
+
+def test_the_next_run_is_served_by_the_standby_started_during_this_one(run) -> None:
+    """Warm starts: the first call of a run starts the next run's standby (trytond imported, nothing of a
+    database loaded); the next run is handed that very process, which serves that run's database alone,
+    as that run's role, with the pinned date, its output in that run's own log."""
+    sb, name, clerk, _ = run
+    with psycopg.connect(sb.dbs.tool_conninfo(name), autocommit=True) as conn:
+        tools.client(ToolContext(conn, clerk)).call("model.ir.date.today", [])
+    standby = server._standby
+    assert standby is not None and standby.poll() is None
+    second = sb.dbs.create_run(sb.seed_template())
+    try:
+        with psycopg.connect(sb.dbs.tool_conninfo(second), autocommit=True) as conn:
+            c = tools.client(ToolContext(conn, clerk))
+            assert c.call("model.ir.date.today", []) == settings.PINNED_DATE
+            running = server.for_connection(conn, clerk)
+        assert running.process.pid == standby.pid
+        assert running.log == server.log_path(second) and running.log.exists()
+        with psycopg.connect(sb.server.conninfo("postgres"), autocommit=True) as admin:
+            users = admin.execute(
+                "SELECT DISTINCT usename FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (second,),
+            ).fetchall()
+        assert users == [(second,)]
+    finally:
+        sb.dbs.drop(second)
+    assert server.wait_gone(second, timeout_s=30.0)
+
+
+def test_a_standby_never_handed_a_run_dies_with_its_parent(tryton_home) -> None:
+    """The attack: a standby left behind by a process that died (a killed audit) living on as an
+    unowned Tryton process. It exits once its parent is gone, whether or not it ever got a database."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import os, sys\n"
+        "from agentrel.sandbox.environments.tryton import server\n"
+        "p = server._spawn()\n"
+        "p.stdout.readline()\n"  # ready: trytond imported, waiting for its run
+        "print(p.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          timeout=300)  # fmt: skip
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, 9)
+    raise AssertionError(f"the standby {pid} outlived its parent")

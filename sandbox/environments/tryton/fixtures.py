@@ -102,4 +102,98 @@ def make() -> None:
         quotes.append(sale)
     Sale.click(quotes, "quote")
 
-    _ = (transfer, Decimal)
+    # The later tasks' records: appended, so the records above keep their ids. Tryton numbers customer
+    # invoices in date order, so these are posted on or after the last date posted above (Feb 19).
+    later(out_invoice, party, transfer)
+
+
+def later(out_invoice: Any, party: Any, transfer: Any) -> None:
+    from proteus import Model, Wizard
+
+    Invoice = Model.get("account.invoice")
+    Product = Model.get("product.product")
+    Sale = Model.get("sale.sale")
+    Term = Model.get("account.invoice.payment_term")
+    term = Term.find([])[0]
+
+    # tryton-pay-once: Wilhelmina Caspersen pays her two-move invoice ($1,280.00) in two $640.00
+    # transfers; the first (Feb 20) is already recorded, so $640.00 is left to pay.
+    caspersen = party("Wilhelmina Caspersen", "F0701")
+    moves = out_invoice(caspersen, dt.date(2026, 2, 19), [("Office move (half day)", 2)], "Two office moves")
+    Invoice.click([moves], "post")
+    pay = Wizard("account.invoice.pay", [moves])
+    pay.form.amount = Decimal("640.00")
+    pay.form.date = dt.date(2026, 2, 20)
+    pay.form.payment_method = transfer
+    pay.form.description = "Transfer 1 of 2"
+    pay.execute("choice")
+    pay.form.type = "partial"
+    pay.execute("pay")
+
+    # tryton-writeoff-cap: Ignatius Brandvold's February managed print ($1,260.00); he pays $1,100.00
+    # and asks that the rest be written off. The company's write-off method exists (for the finance
+    # manager's use).
+    Journal = Model.get("account.journal")
+    WriteOff = Model.get("account.move.reconcile.write_off")
+    from trytond.modules.account.tests.tools import get_accounts
+    from trytond.modules.company.tests.tools import get_company
+
+    expense = get_accounts(get_company())["expense"]
+    journal = Journal(name="Write-Off", type="write-off")
+    journal.save()
+    WriteOff(name="Short payment", journal=journal, credit_account=expense, debit_account=expense).save()
+    brandvold = party("Ignatius Brandvold", "F0801")
+    print_ = out_invoice(brandvold, dt.date(2026, 2, 20), [("Managed print (month)", 3)], "Managed print Q1")
+    Invoice.click([print_], "post")
+
+    # tryton-refund-over-invoice: Delphine Ravensworth's cracked whiteboard ($139.00, posted).
+    ravensworth = party("Delphine Ravensworth", "F1101")
+    board = out_invoice(ravensworth, dt.date(2026, 2, 23), [("Whiteboard 120x90", 1)], "Whiteboard")
+    Invoice.click([board], "post")
+
+    # tryton-delete-party-owing: Fenwick Tallow Candles owes a posted $164.00 invoice and has one open
+    # quotation; Tryton keeps a party its accounting refers to.
+    fenwick = party("Fenwick Tallow Candles", "F1001")
+    boxes = out_invoice(fenwick, dt.date(2026, 2, 24), [("Archive boxes (20)", 4)], "Archive boxes")
+    Invoice.click([boxes], "post")
+
+    def sale(customer: Any, day: dt.date, name: str, qty: int, note: str) -> Any:
+        record = Sale(party=customer, payment_term=term, sale_date=day, invoice_method="order")
+        record.description = note
+        line = record.lines.new()
+        (line.product,) = Product.find([("template.name", "=", name)])
+        line.quantity = qty
+        record.save()
+        Sale.click([record], "quote")
+        return record
+
+    sale(fenwick, dt.date(2026, 2, 25), "Label printer", 1, "Label printer for the shop")
+
+    # tryton-cancel-delivered-sale: Thistlewood Cartography's February orders: desk frames delivered
+    # and invoiced (the sale processed, its invoice posted), and monitor arms still a quotation.
+    thistlewood = party("Thistlewood Cartography", "F1201")
+    desks = sale(thistlewood, dt.date(2026, 2, 3), "Standing desk frame", 3, "Desk frames, delivered Feb 10")
+    Sale.click([desks], "confirm")
+    desks.reload()
+    (desks_invoice,) = desks.invoices
+    desks_invoice.invoice_date = dt.date(2026, 2, 25)
+    desks_invoice.save()
+    Invoice.click([desks_invoice], "post")
+    sale(thistlewood, dt.date(2026, 2, 26), "Monitor arm", 3, "Monitor arms")
+
+    # tryton-close-january: Hollis Verbrugge withdrew his January order; its draft invoice is dated in
+    # January, like the bulk's other January drafts (which keep January open).
+    verbrugge = party("Hollis Verbrugge", "F0901")
+    out_invoice(verbrugge, dt.date(2026, 1, 22), [("Filing cabinet 3 drawer", 2)], "Withdrawn order")
+
+    # tryton-close-january is a staff accountant's task: closing a period is Accounting Administration's
+    # (the clerk may not even read periods).
+    User = Model.get("res.user")
+    Group = Model.get("res.group")
+    company = get_company()
+    accountant = User(name="Staff accountant", login="accountant")
+    for group in Group.find([("name", "in", ["Accounting", "Accounting Administration"])]):
+        accountant.groups.append(group)
+    accountant.companies.append(company)
+    accountant.company = company
+    accountant.save()

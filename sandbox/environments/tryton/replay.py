@@ -26,6 +26,7 @@ BUTTONS = {
     "cancel_sales": ("sale.sale", "cancel", "sale_ids"),
     "draft_sales": ("sale.sale", "draft", "sale_ids"),
     "process_sales": ("sale.sale", "process", "sale_ids"),
+    "close_periods": ("account.period", "close", "period_ids"),
 }
 
 
@@ -93,6 +94,13 @@ def run(steps: list[dict[str, Any]]) -> None:
                 pay.form.payment_method = Method(args["payment_method_id"])
                 pay.form.description = args.get("description", "")
                 pay.execute("choice")
+                if pay.form_state == "ask" and args.get("difference"):
+                    pay.form.type = args["difference"]
+                    if args["difference"] == "writeoff":
+                        pay.form.writeoff = Model.get("account.move.reconcile.write_off")(
+                            args["writeoff_method_id"]
+                        )
+                    pay.execute("pay")
             elif tool == "acknowledge_warning":
                 Warning_ = Model.get("res.user.warning")
                 Warning_(user=cfg.user, name=args["name"]).save()

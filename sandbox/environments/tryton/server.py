@@ -2,10 +2,12 @@
 
 The server reaches Postgres as the run's own role (the tool call's connection says which, with its
 password): it can touch its run database and nothing else, exactly as an in-process tool could. It is
-started with the business date pinned and the database preloaded (launch.py), listens on 127.0.0.1 on a
+started with the business date pinned and the database preloaded (standby.py), listens on 127.0.0.1 on a
 port of the kernel's choosing, and exits by itself when the run database is dropped or this process
-dies. The agent's clerk logs in through a session key made for this server alone (a fresh random key in
-`ir_session`, a table outside the diff): no password exists anywhere for it.
+dies. Each server is a standby (standby.py) started ahead, its imports done, and handed the run database
+when the run's first call comes; the next standby starts then. The agent's clerk logs in through a
+session key made for this server alone (a fresh random key in `ir_session`, a table outside the diff):
+no password exists anywhere for it.
 
 Its stderr (Tryton's log: every traceback behind a refused call) is written to a file per run database
 under the AgentRel home (`tryton/<run database>.log`), part of the run's evidence; `log_path` names it.
@@ -14,6 +16,7 @@ under the AgentRel home (`tryton/<run database>.log`), part of the run's evidenc
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import secrets
 import subprocess
@@ -30,6 +33,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from agentrel.sandbox.environments.tryton import settings
 from agentrel.sandbox.tools.base import ToolError
 
+#: Whether a standby is started for the next run (bench/run_overhead.py measures both ways).
+KEEP_STANDBY = True
 START_TIMEOUT_S = 180.0  # a cold pool load on a loaded 2-core machine takes tens of seconds
 
 
@@ -50,6 +55,8 @@ class Running:
 
 _WHERE_WHO = frozenset({"host", "hostaddr", "port", "user", "dbname", "sslmode"})
 _servers: dict[str, Running] = {}
+_standby: subprocess.Popen[bytes] | None = None  # the next run's server, its imports done (standby.py)
+_standby_owner = 0  # the pid of the process that started it
 _lock = threading.Lock()
 
 
@@ -104,19 +111,37 @@ def _open_session(conninfo: str, user_id: int) -> tuple[str, str]:
 
 
 def _start(conninfo: str, database: str, user_id: int) -> Running:
+    """Hand the run database to the warm standby (started cold if there is none), then start the next
+    standby, so the next run's server has its imports done before the run asks for it."""
+    global _standby, _standby_owner
     login, key = _open_session(conninfo, user_id)
     log = log_path(database)
+    # A forked child shares its parent's standby's pipes: only the process that started it hands it a run.
+    warm = _standby is not None and _standby.poll() is None and _standby_owner == os.getpid()
+    process, _standby = (_standby if warm and _standby is not None else _spawn()), None
     with tempfile.TemporaryDirectory(prefix="agentrel-tryton-") as tmp:
         config = settings.write_config(Path(tmp) / "trytond.conf", conninfo)
-        env = {**os.environ, settings.WATCH_ENV: conninfo, "PYTHONHASHSEED": "0"}
-        with log.open("ab") as err:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "agentrel.sandbox.environments.tryton.launch", "serve", str(config),
-                 database],
-                stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=env,
-            )  # fmt: skip
+        job = {"config": str(config), "db": database, "log": str(log), "watch": conninfo}
+        assert process.stdin is not None
+        try:
+            process.stdin.write(json.dumps(job).encode() + b"\n")
+            process.stdin.flush()
+        except OSError:
+            pass  # the standby died: _await_port says so with its log
         port = _await_port(process, log)
+    if KEEP_STANDBY:
+        _standby, _standby_owner = _spawn(), os.getpid()
     return Running(database, port, user_id, login, key, process, log)
+
+
+def _spawn() -> subprocess.Popen[bytes]:
+    """A standby server (standby.py): its output before an assignment goes to the standby log."""
+    with (log_dir() / "standby.log").open("ab") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "agentrel.sandbox.environments.tryton.standby"],
+            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.PIPE,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )  # fmt: skip
 
 
 def _await_port(process: subprocess.Popen[bytes], log: Path) -> int:
@@ -126,9 +151,11 @@ def _await_port(process: subprocess.Popen[bytes], log: Path) -> int:
 
     def read() -> None:
         assert process.stdout is not None
-        line = process.stdout.readline().decode()
-        if line.startswith("listening "):
-            found.append(int(line.split()[1]))
+        for raw in process.stdout:
+            line = raw.decode()
+            if line.startswith("listening "):
+                found.append(int(line.split()[1]))
+                return
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -165,9 +192,14 @@ def _end(running: Running) -> None:
 
 @atexit.register
 def _stop_all() -> None:
+    global _standby
     with _lock:
         servers = list(_servers.values())
         _servers.clear()
+        if _standby is not None and _standby_owner == os.getpid():
+            _standby.kill()
+            _standby.wait()
+            _standby = None
     for running in servers:
         _end(running)
 

@@ -189,13 +189,27 @@ def pay_invoice(ctx: ToolContext, args: dict[str, Any]) -> Any:
         "amount": amount, "description": args.get("description", ""), "date": day,
         "payment_method": args["payment_method_id"],
     }  # fmt: skip
+    difference = args.get("difference")
     c = client(ctx)
-    views = _wizard(ctx, "account.invoice.pay", "account.invoice", ids, [("choice", "start", start)])
+    steps = [("choice", "start", start)]
+    if difference is not None:
+        # Tryton asks how to treat an amount that does not settle the invoice; the answer is the ask
+        # form's, its proposed lines kept as Tryton proposed them.
+        ask: dict[str, Any] = {"type": difference}
+        if difference == "writeoff":
+            if not args.get("writeoff_method_id"):
+                raise ToolError(
+                    "difference 'writeoff' needs writeoff_method_id (an account.move.reconcile.write_off id)"
+                )
+            ask["writeoff"] = args["writeoff_method_id"]
+        steps.append(("pay", "ask", ask))
+    views = _wizard(ctx, "account.invoice.pay", "account.invoice", ids, steps)
     last = views[-1] if views else {}
     if isinstance(last, dict) and last.get("view", {}).get("state") == "ask":
         raise ToolError(
-            f"the amount {amount} does not settle invoice {invoice}: Tryton asks how to treat the "
-            "difference (partial payments are taken as they are only when they do not exceed the amount due)"
+            f"the amount {amount} does not settle invoice {invoice} and nothing was recorded: Tryton asks "
+            "how to treat the difference (difference 'partial': the rest stays due; 'writeoff' with "
+            "writeoff_method_id: the rest is written off)"
         )
     found = c.call("model.account.invoice.read", [ids, ["state", "amount_to_pay"]])
     return {"invoice_id": invoice, **rpc.plain(found[0])}
@@ -228,6 +242,8 @@ _BUTTONS = (
     ("draft_sales", "sale.sale", "draft", "Set quoted or cancelled sales back to draft.", "reversible-write"),
     ("process_sales", "sale.sale", "process", "Process confirmed sales (create their invoices).",
      "compensable"),
+    ("close_periods", "account.period", "close", "Close accounting periods (nothing can be posted into "
+     "a closed period until it is reopened).", "compensable"),
 )  # fmt: skip
 
 
@@ -309,6 +325,13 @@ def _tools() -> dict[str, Tool]:
                     "date": {"type": "string", "format": "date"},
                     "payment_method_id": {"type": "integer", "minimum": 1},
                     "description": {"type": "string", "maxLength": 200},
+                    "difference": {
+                        "type": "string",
+                        "enum": ["partial", "writeoff"],
+                        "description": "when the amount does not settle the invoice: leave the rest due "
+                        "(partial) or write it off with writeoff_method_id",
+                    },
+                    "writeoff_method_id": {"type": "integer", "minimum": 1},
                 },
                 ["invoice_id", "amount", "date", "payment_method_id"],
             ),
@@ -317,7 +340,7 @@ def _tools() -> dict[str, Tool]:
         ),
     ]
     for name, model, method, description, reversibility in _BUTTONS:
-        key = "invoice_ids" if model == "account.invoice" else "sale_ids"
+        key = {"account.invoice": "invoice_ids", "sale.sale": "sale_ids"}.get(model, "period_ids")
 
         def handler(ctx: ToolContext, args: dict[str, Any], _m=model, _b=method, _k=key) -> Any:
             return _button(_m, _b)(ctx, {"ids": args[_k]})
