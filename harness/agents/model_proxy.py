@@ -26,8 +26,7 @@ import json
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,12 +49,11 @@ from agentrel.harness.agents.model_wire import (
     read_body,
 )
 from agentrel.harness.agents.scripted_model import ScriptedRun
-from agentrel.harness.mcp.http import listen, stop_served
+from agentrel.harness.mcp.http import listen, start_served, stop_served
 from agentrel.harness.redact import redact
 
 TOKEN_PREFIX = "agentrel-run-"
 KEEP_CHARS = 256 * 1024  # of each call's request and answer, in the transcript
-START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 1
 FORWARDED = ("anthropic-beta",)  # the only request headers passed upstream besides the auditor's own
 
@@ -86,14 +84,6 @@ class ModelCall:
         return {"role": "model_call", **self.__dict__}
 
 
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its signal capture: several runs' servers share the main thread's handlers."""
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class ModelProxy:
     """`async with ModelProxy(upstream, seed, scripted) as proxy:` then start the agent with
     `proxy.environment()`; afterwards `proxy.calls`, `proxy.usage()`, `proxy.served_model()`."""
@@ -113,7 +103,7 @@ class ModelProxy:
         self._secrets = [*upstream.secrets, self.token]
         self._timeout_s = timeout_s
         self._client: httpx.AsyncClient | None = None
-        self._web: _QuietServer | None = None
+        self._web: uvicorn.Server | None = None
         self._serving: asyncio.Task[None] | None = None
         self.root = ""
         self._app = Starlette(routes=[Route("/v1/{rest:path}", self._handle, methods=["GET", "POST"])])
@@ -179,25 +169,8 @@ class ModelProxy:
             self._app, log_config=None, log_level="warning", access_log=False, lifespan="off"
         )
         config.timeout_graceful_shutdown = STOP_GRACE_S
-        self._web = _QuietServer(config)
-        self._serving = asyncio.ensure_future(self._serve(sock))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + START_TIMEOUT_S
-        while not self._web.started:
-            if self._serving.done():
-                self._serving.result()
-                raise RuntimeError("the model proxy stopped before it started")
-            if loop.time() > deadline:
-                raise RuntimeError(f"the model proxy did not start within {START_TIMEOUT_S:.0f} s")
-            await asyncio.sleep(0.002)
+        self._web, self._serving = await start_served(config, sock, "the model proxy")
         return self
-
-    async def _serve(self, sock: socket.socket) -> None:
-        assert self._web is not None
-        try:
-            await self._web.serve(sockets=[sock])
-        finally:
-            sock.close()
 
     async def __aexit__(self, *exc: object) -> None:
         if self._web is not None and self._serving is not None:

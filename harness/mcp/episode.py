@@ -14,28 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import uvicorn
 
-from agentrel.harness.mcp.http import http_app, listen, stop_served, url_of
+from agentrel.harness.mcp.http import http_app, listen, start_served, stop_served, url_of
 from agentrel.harness.mcp.server import Log, tool_server
 from agentrel.harness.tasks import Task
 from agentrel.sandbox.tools import Tool, ToolResult
 
 STOP_GRACE_S = 1  # the agent's process group is gone by then: no connection should linger
-START_TIMEOUT_S = 30.0
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its signal capture: the audit runs several faces at once in the main thread, and
-    their save-and-restore of SIGINT/SIGTERM handlers would interleave and leave a stale handler."""
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class EpisodeFace:
@@ -59,7 +48,7 @@ class EpisodeFace:
         server = tool_server(task, tools, call, None, log)
         self._app = http_app(server, host=host, extra_hosts=allowed_hosts, token=self.token)
         self.url = ""
-        self._web: _QuietServer | None = None
+        self._web: uvicorn.Server | None = None
         self._serving: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -83,26 +72,8 @@ class EpisodeFace:
             lifespan="on",
             timeout_graceful_shutdown=STOP_GRACE_S,
         )
-        self._web = _QuietServer(config)
-        self._serving = asyncio.ensure_future(self._serve(sock))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + START_TIMEOUT_S
-        # uvicorn exposes only a flag for "listening"; the socket is already bound, so this is short.
-        while not self._web.started:
-            if self._serving.done():
-                self._serving.result()  # raise why it could not start
-                raise RuntimeError("the MCP server stopped before it started")
-            if loop.time() > deadline:
-                raise RuntimeError(f"the MCP server did not start within {START_TIMEOUT_S:.0f} s")
-            await asyncio.sleep(0.005)
+        self._web, self._serving = await start_served(config, sock, "the MCP server")
         return self
-
-    async def _serve(self, sock: Any) -> None:
-        assert self._web is not None
-        try:
-            await self._web.serve(sockets=[sock])
-        finally:
-            sock.close()
 
     async def __aexit__(self, *exc: object) -> None:
         self._stopping = True

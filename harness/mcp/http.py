@@ -11,10 +11,12 @@ import asyncio
 import hmac
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import mcp_types as types
+import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
@@ -161,6 +163,47 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
     raise EnvironmentFailure(f"cannot listen on {host}:{port}: {reason}; choose another --host/--port")
+
+
+START_TIMEOUT_S = 30.0
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its signal capture: an audit runs several servers at once in the main thread (each
+    run's MCP face and model proxy), and their save-and-restore of SIGINT/SIGTERM handlers would interleave
+    and leave a stale handler."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def start_served(
+    config: uvicorn.Config, sock: socket.socket, what: str
+) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+    """Serve `config` on the bound `sock` in this event loop and return once it listens: the server and
+    its task (`stop_served` ends them; the socket is closed when serving ends). `what` names it in the
+    error when it cannot start."""
+    web = _QuietServer(config)
+
+    async def serve() -> None:
+        try:
+            await web.serve(sockets=[sock])
+        finally:
+            sock.close()
+
+    serving = asyncio.ensure_future(serve())
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + START_TIMEOUT_S
+    # uvicorn exposes only a flag for "listening"; the socket is already bound, so this is short.
+    while not web.started:
+        if serving.done():
+            serving.result()  # raise why it could not start
+            raise RuntimeError(f"{what} stopped before it started")
+        if loop.time() > deadline:
+            raise RuntimeError(f"{what} did not start within {START_TIMEOUT_S:.0f} s")
+        await asyncio.sleep(0.002)
+    return web, serving
 
 
 async def stop_served(web: Any, serving: asyncio.Task[Any], grace_s: float) -> None:
