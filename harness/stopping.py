@@ -289,8 +289,6 @@ def rule_from_flags(
         raise UsageError("--cost-per-run and --cost-from go with --budget-usd (or a draft --plan)")
     if cost_per_run is not None and cost_from is not None:
         raise UsageError("give --cost-per-run or --cost-from, not both")
-    if cost_per_run is not None and budget_usd is None and not (0 < cost_per_run < math.inf):
-        raise UsageError(f"--cost-per-run must be a positive number of US dollars, got {cost_per_run}")
     if cost_from is not None:
         from agentrel.harness.run_cost import recorded_cost_per_run
 

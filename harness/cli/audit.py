@@ -14,7 +14,7 @@ from rich.console import Console
 
 from agentrel.harness import defaults
 from agentrel.harness.cli.errors import ExitCode
-from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image, chosen_environment
+from agentrel.harness.cli.options import Backend, Dsn, EnvName, Image
 from agentrel.harness.cli.sandbox import sandbox_errors
 
 if TYPE_CHECKING:
@@ -398,7 +398,7 @@ def audit(
         plan,
     )
     request = AuditRequest.of(
-        environment=chosen_environment(env).name,  # checked here: an unknown name is one line
+        environment=env,  # the --env option checked the name as it was parsed
         models=models,
         agents=programs,
         tasks=split_list(tasks or [defaults.TASKS]),

@@ -90,7 +90,8 @@ def audit(
     executor = executor_factory or resolve_executor(request.executor, request.ray_address, request.workers)
     # A directory another audit is writing is refused before the sandbox is touched: a paused writer may
     # hold database locks this audit's template checks would otherwise wait on.
-    ResultsDir(request.results_dir(sandbox.env.name if sandbox is not None else None)).refuse_if_held()
+    results = request.results_dir(sandbox.env.name if sandbox is not None else None)
+    ResultsDir(results).refuse_if_held()
     if sandbox is None:
         from agentrel.sandbox.environments.registry import load
 
@@ -106,7 +107,6 @@ def audit(
             f"{request.environment} or leave the request's environment unset"
         )
     env = sandbox.env  # the audit's environment, a value: suite, prices and catalogue are its
-    results = request.results_dir(env.name)
     declared = [resolve_condition(c) for c in dict.fromkeys(request.conditions)]
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
@@ -156,19 +156,19 @@ def audit(
     ]
     k = request.k
     stopping = request.until
+    fault_cells = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []
     # --until (issue 27): k becomes the most runs a cell can need, and the rule joins the protocol.
     if stopping is not None:
-        fault_pairs = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []
         per_agent = {
             (p.task, p.cell_condition)
-            for p in expand(list(agents)[:1], [t.id for t in tasks], list(by_name), 1, fault_pairs)
+            for p in expand(list(agents)[:1], [t.id for t in tasks], list(by_name), 1, fault_cells)
             if not (by_name[p.condition].adversarial and p.task in unattackable)
         }
         k = stopping.max_runs(len(per_agent), k)
     manifest = build_manifest(
         request,
         tasks=tasks,
-        environment={"name": sandbox.env.name, "fingerprint": sandbox.env.fingerprint()},
+        environment={"name": env.name, "fingerprint": env.fingerprint()},
         seed_digest=sandbox.seed_template().digest,
         template_digests={tid: p.template.digest for tid, p in prepared.items()},
         conditions=[c.model_dump(mode="json") for c in declared],
@@ -199,7 +199,6 @@ def audit(
         protocol = identity.protocol_hash  # what every record carries
         for p in prepared.values():
             rd.store_dump(p.before, copy_from=sandbox.dbs.cache_path(p.template.name))
-        fault_cells = [(c.task, c.fault_id) for c in schedule.cells] if schedule is not None else []
         plans = [
             p
             for p in expand(list(agents), [t.id for t in tasks], list(by_name), k, fault_cells, request.order)
