@@ -27,6 +27,11 @@ def pin_clock(day: dt.date) -> None:
 
 
 def _configure(config_path: str) -> None:
+    # Tryton checks e-mail addresses with email_validator whenever it is importable, and then asks DNS
+    # whether each domain takes mail (refusing the admin's reserved `.invalid` address outright): the
+    # seed, a replay and an agent's writes would depend on what else shares the interpreter and on the
+    # auditor's network. Every Tryton process takes the library-free path the template was built on.
+    sys.modules["email_validator"] = None  # type: ignore[assignment]
     import trytond.config as config
 
     config.update_etc(config_path)
