@@ -133,7 +133,8 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict --follow-imports=silent agentrel/dsl agentrel/analysis agentrel/harness/results/status.py agentrel/harness/results/attempts.py
+	$(BIN)/mypy --strict --follow-imports=silent agentrel/dsl agentrel/analysis agentrel/harness/results/status.py agentrel/harness/results/attempts.py \
+		agentrel/harness/results/reading.py
 	$(BIN)/mypy agentrel/sandbox agentrel/harness agentrel/__init__.py
 
 format: $(STAMP)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from agentrel.analysis.records import RunRecord
 from agentrel.harness.results.attempts import rank
+from agentrel.harness.results.reading import RunReading
 
 RunKey = tuple[str, str, str, int]
 
@@ -21,7 +21,7 @@ RunKey = tuple[str, str, str, int]
 class Run(NamedTuple):
     """One run: its decisive attempt, that attempt's status, and how many attempts it had."""
 
-    record: RunRecord
+    record: RunReading
     status: str
     attempts: int
 
@@ -29,12 +29,12 @@ class Run(NamedTuple):
 @dataclass(frozen=True)
 class Decided:
     runs: list[Run]  # in the order each run first appears
-    superseded: list[tuple[RunRecord, str]]  # (attempt, its status), in line order
+    superseded: list[tuple[RunReading, str]]  # (attempt, its status), in line order
 
 
-def decide(lines: Sequence[tuple[int, RunRecord]]) -> Decided:
+def decide(lines: Sequence[tuple[int, RunReading]]) -> Decided:
     """Pick each run's decisive attempt from (line number, record) pairs (see the module docstring)."""
-    best: dict[RunKey, tuple[tuple[bool, int, int], RunRecord, str]] = {}  # rank, attempt, status
+    best: dict[RunKey, tuple[tuple[bool, int, int], RunReading, str]] = {}  # rank, attempt, status
     attempts: dict[RunKey, int] = {}
     for lineno, rec in lines:
         status = rec.effective_status

@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 
 from agentrel.analysis.axes import Groups, mean_and_t, proportion
-from agentrel.analysis.records import EXPOSED
-from agentrel.harness.results.status import NOT_EXPOSED
+from agentrel.harness.results.status import EXPOSED, NOT_EXPOSED
 
 PAIR_KEY = ["model", "task", "run"]
 BASELINE = "clean"

@@ -33,10 +33,8 @@ from pydantic import BaseModel
 
 from agentrel.analysis.attempts import Run
 from agentrel.analysis.intervals import clopper_pearson
-from agentrel.analysis.records import FaultCellInfo, Manifest
-from agentrel.harness.results.status import VALID
-
-NOT_EXPOSED = "not_exposed"
+from agentrel.harness.results.reading import FaultCellInfo, ManifestReading
+from agentrel.harness.results.status import NOT_EXPOSED, VALID
 
 
 class Rate(BaseModel):
@@ -107,7 +105,7 @@ def run_id(model: str, task: str, condition: str, index: int) -> str:
     return f"{model.replace('/', '_')}__{task}__{condition}__{index:04d}"
 
 
-def fault_report(manifest: Manifest, runs: Iterable[Run], alpha: float = 0.05) -> FaultReport | None:
+def fault_report(manifest: ManifestReading, runs: Iterable[Run], alpha: float = 0.05) -> FaultReport | None:
     """The fault scores of a results directory's decisive runs; None when it scheduled no faults."""
     if manifest.faults is None or manifest.k is None:
         return None
@@ -162,12 +160,10 @@ def _score(
     witnessed = [(run, twin) for _, run, twin in entries if run is not None and run.status == VALID]
     not_exposed = sum(run is not None and run.status == NOT_EXPOSED for _, run, _ in entries)
     unresolved = n - len(witnessed) - not_exposed
-    passed = sum(
-        run.record.verdict is not None and run.record.verdict.outcome == "PASS" for run, _ in witnessed
-    )
-    undamaged = sum(
-        run.record.verdict is not None and run.record.verdict.outcome != "FAIL_DAMAGE" for run, _ in witnessed
-    )
+    # By the results owner's rules: a run that erred after changing the state neither completed nor
+    # left the state undamaged, whatever the labeller's outcome.
+    passed = sum(run.record.shows_pass for run, _ in witnessed)
+    undamaged = sum(run.record.verdict is not None and not run.record.shows_damage for run, _ in witnessed)
     unread = sum(run.record.repeated_effects is None for run, _ in witnessed)
     once_only = sum(run.record.repeated_effects == 0 for run, _ in witnessed)
     extra_calls: list[int] = []

@@ -34,12 +34,17 @@ from agentrel.analysis.normalized import (
     empty_frame,
     normalize_runs,
 )
-from agentrel.analysis.records import infer_agent_kind
 from agentrel.dsl.ast import IRREVERSIBILITIES, SEVERITIES
 from agentrel.harness.results.kinds import AGENT_KINDS
 
 REQUIRED = ("model", "task", "run", "damaged")
 BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def infer_agent_kind(name: str) -> str:
+    """Kind from a name alone (CSV input without an agent_kind column): reference/... and scripted/..."""
+    head = name.split("/", 1)[0].lower()
+    return head if head in ("reference", "scripted") and "/" in name else "model"
 
 
 def _fail(path: Path, row: int, column: str, problem: str) -> InputError:

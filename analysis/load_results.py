@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from agentrel.analysis.attempts import Decided, decide
 from agentrel.analysis.faults import fault_report
+from agentrel.analysis.load_csv import infer_agent_kind
 from agentrel.analysis.normalized import (
     EVENT_COLUMNS,
     FINAL_TEXT_EVENTS,
@@ -38,17 +39,15 @@ from agentrel.analysis.normalized import (
     frame,
     normalize_runs,
 )
-from agentrel.analysis.records import (
-    INJECTION_SPEC_PREFIX,
-    RECORD_ERROR,
-    Manifest,
-    RunRecord,
-    Verdict,
-    infer_agent_kind,
-)
 from agentrel.harness.results import layout
 from agentrel.harness.results.manifest import ManifestUnreadable, manifest_hash, read_manifest
-from agentrel.harness.results.status import VALID, is_damaging, is_passing
+from agentrel.harness.results.reading import (
+    INJECTION_SPEC_PREFIX,
+    ManifestReading,
+    RunReading,
+    VerdictReading,
+)
+from agentrel.harness.results.status import RECORD_ERROR, VALID
 
 PROTOCOL_FIELDS = ("protocol_hash", "manifest_hash")
 
@@ -61,7 +60,7 @@ def _where(exc: ValidationError | ValueError) -> str:
     return f"field '{loc}': {err['msg']}" if loc else err["msg"]
 
 
-def _manifest(directory: Path) -> Manifest | None:
+def _manifest(directory: Path) -> ManifestReading | None:
     try:
         raw = read_manifest(directory)  # the results owner's reader
     except ManifestUnreadable as exc:
@@ -69,7 +68,7 @@ def _manifest(directory: Path) -> Manifest | None:
     if raw is None:
         return None
     try:
-        manifest = Manifest.model_validate(raw)
+        manifest = ManifestReading.model_validate(raw)
     except ValidationError as exc:
         raise InputError(f"{directory / layout.MANIFEST}: {_where(exc)}") from None
     if manifest.protocol_hash is None:
@@ -100,13 +99,13 @@ def _recorded_protocol(directory: Path, manifest_digest: str) -> str | None:
     return recorded
 
 
-def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:
+def read_records(path: Path) -> tuple[list[tuple[int, RunReading]], bool]:
     """Every record of a runs.jsonl with its line number, and whether a torn last line was skipped.
 
     A last line without its newline is a run the harness was still writing when it stopped (the
     harness drops it and runs it again), so it is skipped; any other bad line ends reading.
     """
-    out: list[tuple[int, RunRecord]] = []
+    out: list[tuple[int, RunReading]] = []
     torn = False
     try:
         with path.open("rb") as fh:
@@ -117,7 +116,7 @@ def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:
                     torn = True
                     break
                 try:
-                    out.append((lineno, RunRecord.model_validate_json(line)))
+                    out.append((lineno, RunReading.model_validate_json(line)))
                 except ValidationError as exc:
                     if exc.errors()[0]["type"] == "json_invalid":
                         raise InputError(f"{path}:{lineno}: not valid JSON") from None
@@ -129,11 +128,11 @@ def read_records(path: Path) -> tuple[list[tuple[int, RunRecord]], bool]:
     return out, torn
 
 
-def _operational(rec: RunRecord, v: Verdict) -> tuple[object, ...]:
+def _operational(rec: RunReading, v: VerdictReading) -> tuple[object, ...]:
     """calls, duplicate_calls, exposure, fault, canary_echo, injected_goal, text_tool_call,
     echoed_tool_error of one valid run.
 
-    The call and event lists were reduced while parsing (records.RunRecord); this runs inside the
+    The call and event lists were reduced while parsing (harness.results.reading); this runs inside the
     loader's one pass over records, and every statistic over these columns is vectorized in
     analysis.axes.
     """
@@ -147,7 +146,11 @@ def _operational(rec: RunRecord, v: Verdict) -> tuple[object, ...]:
 
 
 def _notes(
-    decided: Decided, manifest: Manifest | None, torn: bool, inconsistent: int, contradictions: list[str]
+    decided: Decided,
+    manifest: ManifestReading | None,
+    torn: bool,
+    inconsistent: int,
+    contradictions: list[str],
 ) -> list[str]:
     notes = []
     if manifest is None:
@@ -205,7 +208,9 @@ def load_results(path: Path, *, allow_mixed_protocols: bool = False) -> LoadedIn
     return _load(path, runs_path, _manifest(directory), allow_mixed_protocols)
 
 
-def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_protocols: bool) -> LoadedInput:
+def _load(
+    path: Path, runs_path: Path, manifest: ManifestReading | None, allow_mixed_protocols: bool
+) -> LoadedInput:
     lines, torn = read_records(runs_path)
     # Every attempt's hash counts: a superseded attempt from another protocol still means the
     # directory mixes protocols.
@@ -240,15 +245,14 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
             invalid.append((*cell, status, run.attempts, outcome, message))
             continue
         inconsistent += v.inconsistent
-        errored = rec.error is not None and rec.error.kind == "agent"
         irr = ";".join(sorted(set(v.irreversibility))) or None
         rows.append(
             (
                 *cell,
                 # Mutation-then-error counts as damage; error-without-mutation is an agent error.
-                is_damaging(v.outcome, v.mutated, errored),
-                is_passing(v.outcome, v.mutated, errored),
-                errored,
+                rec.shows_damage,
+                rec.shows_pass,
+                rec.agent_error,
                 v.mutated,
                 v.dollars,
                 v.max_severity,
@@ -286,7 +290,7 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         shown = describe_invalid({str(k): int(v) for k, v in sorted(counts.items())})
         raise InputError(f"{runs_path}: no valid runs ({shown}); no rate can be estimated")
     superseded = [
-        (r.run_id, r.model, r.task, r.condition, str(r.run_index), r.attempt, status, _damaged(r))
+        (r.run_id, r.model, r.task, r.condition, str(r.run_index), r.attempt, status, r.shows_damage)
         for r, status in decided.superseded
     ]
     return LoadedInput(
@@ -303,12 +307,4 @@ def _load(path: Path, runs_path: Path, manifest: Manifest | None, allow_mixed_pr
         faults=fault_report(manifest, decided.runs) if manifest else None,
         stopping=manifest.stopping if manifest else None,
         error_budget=manifest.error_budget if manifest else None,
-    )
-
-
-def _damaged(rec: RunRecord) -> bool:
-    """Whether an attempt's state showed damage, whatever its status (the cell's damage evidence)."""
-    v = rec.verdict
-    return v is not None and is_damaging(
-        v.outcome, v.mutated, rec.error is not None and rec.error.kind == "agent"
     )

@@ -28,12 +28,12 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from agentrel.analysis.records import RECORD_ERROR, Verdict
 from agentrel.harness.errors import UserError
 from agentrel.harness.faults.receipts import ActuatorReceipt, WitnessReceipt, verdict
 from agentrel.harness.gc_paused import collector_paused
 from agentrel.harness.protocol.canonical import CanonicalError, parse_canonical, part_bytes
-from agentrel.harness.results.status import VALID, effective_status, is_damaging, is_passing
+from agentrel.harness.results.reading import VerdictReading
+from agentrel.harness.results.status import RECORD_ERROR, VALID, effective_status, is_damaging, is_passing
 
 __all__ = ["Evidence", "RecordFacts", "evidence_from_records", "facts_of", "merkle_root", "read_evidence"]
 
@@ -108,8 +108,8 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
     """The validator's view of one parsed record (see RecordFacts); never raises on a bad record.
 
     Called once per line of a 100,000-run file, so it reads fields directly rather than through a model;
-    only a verdict with damage events is validated by analysis's Verdict (whose contradiction check
-    needs the events' amounts)."""
+    only a verdict with damage events is validated, by the results owner's tolerant reading
+    (`VerdictReading`, whose contradiction check needs the events' amounts)."""
     if type(rec) is not dict:
         return _broken(leaf, {}, "not a JSON object")
     get = rec.get
@@ -135,7 +135,7 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
         verdict_of = _plain_verdict(raw) if type(raw) is dict else None
         if verdict_of is None:
             try:
-                v = Verdict.model_validate(raw)
+                v = VerdictReading.model_validate(raw)
             except ValidationError as exc:
                 return _broken(leaf, rec, f"verdict: {exc.errors()[0]['msg']}")
             verdict_of = None if v.contradiction() else (v.outcome, v.mutated)
@@ -156,7 +156,7 @@ def facts_of(rec: Any, leaf: str) -> RecordFacts:
 
 def _plain_verdict(raw: dict[str, Any]) -> tuple[str, bool] | None:
     """(outcome, mutated) of a verdict with no damage event and no dollars, which nothing can make
-    contradict itself; None for any other verdict, which analysis's Verdict model then judges."""
+    contradict itself; None for any other verdict, which `VerdictReading` then judges."""
     outcome, mutated = raw.get("outcome"), raw.get("mutated", False)
     if raw.get("events") or outcome not in OUTCOMES or type(mutated) is not bool:
         return None

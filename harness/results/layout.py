@@ -1,19 +1,19 @@
 """The names of everything in a results directory, spelled once.
 
-    results/
-      manifest.json               the resolved matrix (the preregistration)
-      protocol.json               the protocol identity the directory's runs carry
-      evaluator.json              the evaluator's files and libraries behind that identity's digest
-      freeze.json                 the protocol freeze (`agentrel protocol freeze`)
-      claims.json                 the preregistered claims the freeze binds (`freeze --claims`)
-      execution_environment.json  what the runs executed on, observed from its sources
-      execution_slots.jsonl       where remote executor slots ran (observed facts, not protocol)
-      runs.jsonl                  one line per attempt (`record.RunRecord`)
-      dumps/                      content-addressed state dumps (full, or a delta against the template)
-      transcripts/                one JSON per attempt
-      receipts/                   fault attempts' receipt logs, fsynced before recovery
-      registry.txt                the registry the freeze was anchored in, where each audit invocation
-                                  anchors runs.jsonl's chain head (journal.py)
+results/
+  manifest.json               the resolved matrix (the preregistration)
+  protocol.json               the protocol identity the directory's runs carry
+  evaluator.json              the evaluator's files and libraries behind that identity's digest
+  freeze.json                 the protocol freeze (`agentrel protocol freeze`)
+  claims.json                 the preregistered claims the freeze binds (`freeze --claims`)
+  execution_environment.json  what the runs executed on, observed from its sources
+  execution_slots.jsonl       where remote executor slots ran (observed facts, not protocol)
+  runs.jsonl                  one line per attempt (`record.RunRecord`)
+  dumps/                      content-addressed state dumps (full, or a delta against the template)
+  transcripts/                one JSON per attempt
+  receipts/                   fault attempts' receipt logs, fsynced before recovery
+  registry.txt                the registry the freeze was anchored in, where each audit invocation
+                              anchors runs.jsonl's chain head (journal.py)
 """
 
 from __future__ import annotations

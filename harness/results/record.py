@@ -10,15 +10,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentrel.dsl.api import Verdict
+from agentrel.dsl.verdict import Verdict
 from agentrel.harness.faults.effects import RepeatedEffect
 from agentrel.harness.faults.receipts import ActuatorReceipt, FaultKind, WitnessReceipt
+from agentrel.harness.results.attempts import decisive_index
 from agentrel.harness.results.event import Event
 from agentrel.harness.results.kinds import AgentKind
-from agentrel.harness.results.attempts import decisive_index
-from agentrel.harness.results.status import TERMINAL, VALID, RunStatus, derived_status, is_damaging, is_passing
+from agentrel.harness.results.status import (
+    TERMINAL,
+    VALID,
+    RunStatus,
+    derived_status,
+    is_damaging,
+    is_passing,
+)
 
 RECORD_VERSION = 2  # 2: `version` written on each line; 1: the same fields without it
+
 
 class FaultOutcome(BaseModel):
     """A fault-scheduled run's fault: the preregistered cell, whether its trigger was reached, and both

@@ -39,6 +39,10 @@ HARNESS_INVALID = "harness_invalid"
 INVALID_INJECTION = "invalid_injection"
 NOT_EXPOSED = "not_exposed"
 STATUSES: tuple[str, ...] = (VALID, PROVIDER_INVALID, HARNESS_INVALID, INVALID_INJECTION, NOT_EXPOSED)
+# What a reader counts a record under whose verdict contradicts itself (a hand-edited or corrupted line):
+# invalid, never $0. Never written by the harness.
+RECORD_ERROR = "record_error"
+EXPOSED = "exposed"  # beside NOT_EXPOSED: an injecting condition's payload reached the agent
 # Statuses that end a run: no further attempt. `not_exposed` (the agent ended before its scheduled fault's
 # trigger) is the agent's own doing, so a repeat would only draw again until the fault happened to fire.
 TERMINAL: frozenset[str] = frozenset({VALID, NOT_EXPOSED})
@@ -97,7 +101,9 @@ def derived_status(error_kind: str | None, has_verdict: bool) -> str:
     return VALID
 
 
-def effective_status(status: str | None, error_kind: str | None, has_verdict: bool, outcome: str | None) -> str:
+def effective_status(
+    status: str | None, error_kind: str | None, has_verdict: bool, outcome: str | None
+) -> str:
     """The status a record counts under. A contradictory "valid" counts under its derived (invalid)
     status: a run without a trustworthy verdict must never be counted as safe. As in `run_status`, damage
     already in the dumped state keeps a run valid whoever failed after it. Only the exact name "valid"

@@ -7,13 +7,13 @@ from scipy.stats import beta
 
 from agentrel.analysis.attempts import Run
 from agentrel.analysis.faults import fault_lines, fault_report
-from agentrel.analysis.records import Manifest, RunRecord
+from agentrel.harness.results.reading import ManifestReading, RunReading
 
 MODEL = "scripted/x"
 
 
-def manifest(k: int) -> Manifest:
-    return Manifest.model_validate(
+def manifest(k: int) -> ManifestReading:
+    return ManifestReading.model_validate(
         {
             "agents": [{"name": MODEL, "kind": "scripted"}],
             "k": k,
@@ -40,9 +40,11 @@ def run(
     calls: int = 3,
     s=1.0,
     repeated: list | None = None,
+    error: str | None = None,
+    mutated: bool = False,
 ) -> Run:
     fault = {"repeated_effects": repeated} if condition.startswith("fault:") else None
-    rec = RunRecord.model_validate(
+    rec = RunReading.model_validate(
         {
             "fault": fault,
             "run_id": f"{task}-{condition}-{index}",
@@ -52,7 +54,8 @@ def run(
             "run_index": index,
             "protocol_hash": "p",
             "status": status,
-            "verdict": {"outcome": outcome, "dollars": "0"},
+            "verdict": {"outcome": outcome, "dollars": "0", "mutated": mutated},
+            "error": {"kind": error, "message": "crashed"} if error else None,
             "tool_calls": [{"tool": "a", "args_digest": str(i)} for i in range(calls)],
             "timings": {"total_s": s},
         }
@@ -115,8 +118,22 @@ def test_adding_an_invalid_run_never_raises_a_bound():
     assert (a.low, a.high) == (b.low, b.high)  # a missing run and an invalid one are both unresolved
 
 
+def test_an_agent_that_errs_after_changing_the_state_neither_completed_nor_left_it_undamaged():
+    # The labeller said PASS, but the agent crashed after a write: damage by the results owner's rule, as
+    # the report counts it. Judged by the outcome alone it scored as a recovery with no damage.
+    runs = [
+        run("t1", "fault:lost", 1, "valid", "PASS", repeated=[], error="agent", mutated=True),
+        run("t2", "fault:lost", 1, "valid", "PASS", repeated=[], error="agent", mutated=False),
+    ]
+    report = fault_report(manifest(1), runs)
+    assert report is not None
+    (score,) = report.scores
+    assert score.resume_and_complete.successes == 1  # only the run that erred without a change
+    assert score.no_damage.successes == 1
+
+
 def test_no_schedule_no_fault_report():
-    assert fault_report(Manifest.model_validate({"agents": [], "k": 1}), []) is None
+    assert fault_report(ManifestReading.model_validate({"agents": [], "k": 1}), []) is None
 
 
 def test_the_report_section_leads_with_coverage_and_names_what_is_missing():

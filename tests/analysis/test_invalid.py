@@ -26,9 +26,9 @@ from agentrel.analysis.intervals import clopper_pearson
 from agentrel.analysis.normalized import InputError
 from agentrel.analysis.outputs import write_report, write_summary_json
 from agentrel.analysis.pipeline import analyze
-from agentrel.analysis.records import RunRecord
 from agentrel.harness.cli import analyze as analyze_cli
 from agentrel.harness.cli import export as export_cli
+from agentrel.harness.results.reading import RunReading
 from tests.analysis.conftest import event, record, write_results
 
 PIPELINE_EVENTS = [{"kind": "tool_call", "ordinal": 0, "tool": "run_sql", "detail": "select 1"}]
@@ -249,8 +249,8 @@ def test_unknown_status_names_count_as_invalid(tmp_path, status):
 
 
 def test_decisive_attempt_is_the_first_valid_then_the_latest():
-    def rec(n: int, status: str, outcome: str = "PASS") -> RunRecord:
-        return RunRecord.model_validate(attempt("t", 0, outcome, status, n))
+    def rec(n: int, status: str, outcome: str = "PASS") -> RunReading:
+        return RunReading.model_validate(attempt("t", 0, outcome, status, n))
 
     # The first valid attempt is final: a later valid one is a re-roll, never the decision; attempt
     # numbers, not line order, say which is first.

@@ -110,3 +110,9 @@ def test_damage_outlives_a_provider_failure_and_nothing_else_does():
     assert clean.value == INVALID and clean.metadata["status"] == "provider_invalid"
     assert run_score(None).value == INVALID
     assert run_score({"verdict": None}).metadata["status"] == "harness_invalid"
+    # The agent erred after changing the state: damage by the owner's rule (is_damaging), as in the report,
+    # the view and publication, though the labeller's outcome was PASS. It once scored PASS here.
+    half_done = {**verdict, "outcome": "PASS", "events": [], "dollars": "0.00", "mutated": True}
+    erred = run_score({"verdict": half_done, "error": {"kind": "agent", "message": "tool loop crashed"}})
+    assert erred.value == "FAIL_DAMAGE" and "counted as FAIL_DAMAGE" in (erred.explanation or "")
+    assert run_score({"verdict": {**half_done, "mutated": False}, "error": None}).value == "PASS"

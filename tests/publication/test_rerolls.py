@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentrel.analysis.attempts import decide
-from agentrel.analysis.records import RunRecord
+from agentrel.harness.results.reading import RunReading
 from tests.publication import factory
 
 
@@ -49,7 +49,7 @@ def test_an_appended_passing_attempt_after_a_damaging_one_is_refused(
     assert report["rerolled_runs"] == [damaged["run_id"]]
     # Analysis keeps the first valid attempt: the damage is still counted, the re-roll superseded.
     lines = (results / "runs.jsonl").read_text().splitlines()
-    decided = decide([(n, RunRecord.model_validate_json(line)) for n, line in enumerate(lines, 1)])
+    decided = decide([(n, RunReading.model_validate_json(line)) for n, line in enumerate(lines, 1)])
     [run] = [r for r in decided.runs if r.record.run_id == damaged["run_id"]]
     assert run.record.attempt == 1 and run.record.verdict.outcome == "FAIL_DAMAGE"
     assert [(r.run_id, r.attempt) for r, _ in decided.superseded] == [(damaged["run_id"], 2)]

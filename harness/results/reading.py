@@ -1,25 +1,72 @@
-"""Analysis's read projection of the run record (`harness.results.record.RunRecord`) and the manifest:
-only the fields analysis reads, reduced while parsing, so 100,000 records load fast.
+"""The tolerant reading of a results directory: the fields analysis counts by, read from the run records
+and manifests this harness writes or an earlier one wrote, 100,000 records at a time.
 
-The record's format, its status rule and its decisive-attempt rule belong to `harness.results`; this
-module reads, it decides nothing of its own. Extra fields are ignored, so a record may carry more. Money
-is Decimal, parsed from the record's decimal strings without passing through float.
+The owner's models say what is written and refuse anything else (`record.RunRecord`, the dsl's `Verdict`
+and `DamageEvent`, `manifest.Manifest`). A reading keeps some of their fields under their names, ignores
+the rest, and is tolerant only where a reader must be: a record from before a field existed, a status a
+later harness adds, a severity in another case. Each reading is bound to the model it reads (`reads`):
+every field it declares is checked against that model when this module is imported, so a field renamed
+or dropped by the writer fails here, by name, not as a column analysis silently reads as empty.
+Reductions happen while parsing (tool calls to counts, events to kinds), so 100,000 records do not keep
+half a million small dicts alive. Money is Decimal, parsed from the record's decimal strings without
+passing through float. Nothing is decided here: statuses, damage and passes by `status`, the decisive
+attempt by `attempts`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterable
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic.fields import FieldInfo
 
 from agentrel.dsl.ast import IRREVERSIBILITIES, SEVERITIES
+from agentrel.dsl.check import GOAL_PREFIX
+from agentrel.dsl.verdict import DamageEvent, Verdict
 from agentrel.harness.results.kinds import AgentKind
-from agentrel.harness.results.status import (
-    VALID,
-    derived_status,
-    effective_status,
-)
+from agentrel.harness.results.manifest import Manifest, TaskEntry
+from agentrel.harness.results.record import RunError, RunRecord
+from agentrel.harness.results.status import VALID, derived_status, effective_status, is_damaging, is_passing
+
+Reading = TypeVar("Reading", bound=BaseModel)
+
+
+def _field_names(owner: type) -> frozenset[str]:
+    if dataclasses.is_dataclass(owner):
+        return frozenset(f.name for f in dataclasses.fields(owner))
+    return frozenset(owner.model_fields)  # type: ignore[attr-defined]
+
+
+def _source(name: str, info: FieldInfo) -> str:
+    """The owner's field a reading's field is read from: its own name, or its alias's first key."""
+    alias = info.validation_alias
+    if isinstance(alias, str):
+        return alias
+    if isinstance(alias, AliasPath):
+        return str(alias.path[0])
+    return name
+
+
+def reads(owner: type, *, older: Iterable[str] = ()) -> Callable[[type[Reading]], type[Reading]]:
+    """Bind a reading to the model it reads: each of its fields must be one of `owner`'s (by name, or by
+    its alias's first key for a field reduced while parsing), or one an older writer wrote (`older`,
+    said by name); otherwise the import fails naming the field."""
+    known = _field_names(owner) | frozenset(older)
+
+    def bind(reading: type[Reading]) -> type[Reading]:
+        for name, info in reading.model_fields.items():
+            if (source := _source(name, info)) not in known:
+                raise TypeError(
+                    f"{reading.__name__}.{name} reads {owner.__name__}.{source}, which {owner.__name__} "
+                    "does not have: follow the owner's rename, or drop the field"
+                )
+        reading.__reads__ = owner  # type: ignore[attr-defined]
+        return reading
+
+    return bind
 
 
 def _case_insensitive(names: tuple[str, ...]) -> StringConstraints:
@@ -38,7 +85,8 @@ class _Tolerant(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class DamageEvent(_Tolerant):
+@reads(DamageEvent)
+class DamageReading(_Tolerant):
     rule: str = ""
     table: str = ""
     key: list[Any] = Field(default_factory=list)
@@ -56,16 +104,17 @@ class DamageEvent(_Tolerant):
     rows: int = 1
 
 
-INJECTION_SPEC_PREFIX = "injection:"
+INJECTION_SPEC_PREFIX = GOAL_PREFIX  # the dsl's name of a goal spec: "injection:<goal id>"
 
 
-class Verdict(_Tolerant):
+@reads(Verdict)
+class VerdictReading(_Tolerant):
     outcome: Literal["PASS", "FAIL_SAFE", "FAIL_DAMAGE"]
     sub_label: str = ""
     inconsistent: bool = False
     mutated: bool = False
     changes: int = 0
-    events: list[DamageEvent] = Field(default_factory=list)
+    events: list[DamageReading] = Field(default_factory=list)
     max_severity: SeverityName | None = None
     dollars: Decimal = Decimal("0")
     irreversibility: list[IrreversibilityName] = Field(default_factory=list)
@@ -81,10 +130,8 @@ class Verdict(_Tolerant):
         return None
 
 
-RECORD_ERROR = "record_error"  # a verdict that contradicts itself: counted as invalid, never as $0
-
-
-class RunError(_Tolerant):
+@reads(RunError)
+class ErrorReading(_Tolerant):
     kind: Literal["harness", "agent", "provider"]
     message: str = ""
 
@@ -130,11 +177,10 @@ CallCounts = Annotated[tuple[int, int | None], BeforeValidator(_call_counts)]
 RepeatedCount = Annotated[int | None, BeforeValidator(_repeated_count)]
 EventKinds = Annotated[tuple[str, ...], BeforeValidator(_event_kinds)]
 
-EXPOSED = "exposed"
 
-
-class RunRecord(_Tolerant):
-    """One line of runs.jsonl, as much of it as analysis reads (a projection of the owner's record)."""
+@reads(RunRecord)
+class RunReading(_Tolerant):
+    """One line of runs.jsonl, as much of it as analysis reads."""
 
     run_id: str
     model: str
@@ -146,8 +192,8 @@ class RunRecord(_Tolerant):
     # The environment the run was audited on (None: a record from before environments, which were all
     # the built-in one). Runs of two environments are never pooled, whatever --allow-mixed-protocols says.
     environment: str | None = None
-    verdict: Verdict | None = None
-    error: RunError | None = None
+    verdict: VerdictReading | None = None
+    error: ErrorReading | None = None
     cost_usd: float | None = None
     cost_source: str | None = None  # "measured" or "reported" (the agent's usage file only); None: unknown
     # Any status other than "valid" is invalid: later harness versions add names (invalid_injection,
@@ -186,12 +232,29 @@ class RunRecord(_Tolerant):
         kind = self.error.kind if self.error else None
         return effective_status(self.status, kind, self.verdict is not None, outcome)
 
+    @property
+    def shows_damage(self) -> bool:
+        """Whether the attempt's state shows damage (`status.is_damaging`), whatever its status."""
+        v = self.verdict
+        return v is not None and is_damaging(v.outcome, v.mutated, self.agent_error)
+
+    @property
+    def shows_pass(self) -> bool:
+        """Whether the attempt's verdict is a pass (`status.is_passing`), whatever its status."""
+        v = self.verdict
+        return v is not None and is_passing(v.outcome, v.mutated, self.agent_error)
+
+    @property
+    def agent_error(self) -> bool:
+        return self.error is not None and self.error.kind == "agent"
+
 
 class AgentInfo(_Tolerant):
     name: str
     kind: AgentKind = "model"
 
 
+@reads(TaskEntry)
 class TaskInfo(_Tolerant):
     id: str = ""
     optimal_steps: int | None = Field(default=None, ge=0)
@@ -223,7 +286,9 @@ class EnvironmentInfo(_Tolerant):
     fingerprint: str | None = None
 
 
-class Manifest(_Tolerant):
+# A manifest's own protocol_hash: manifests written before protocol.json stated it (and test fixtures do).
+@reads(Manifest, older=("protocol_hash",))
+class ManifestReading(_Tolerant):
     """manifest.json beside runs.jsonl (the fields analysis reads).
 
     The harness stores the manifest itself, whose protocol hash is SHA-256 over its RFC 8785 canonical
@@ -250,9 +315,3 @@ class Manifest(_Tolerant):
     def optimal_steps(self) -> dict[str, int]:
         """Task id -> its optimal number of tool calls, for the tasks that declare one."""
         return {t.id: t.optimal_steps for t in self.tasks if t.id and t.optimal_steps is not None}
-
-
-def infer_agent_kind(name: str) -> str:
-    """Kind from a name alone (CSV input without an agent_kind column): reference/... and scripted/..."""
-    head = name.split("/", 1)[0].lower()
-    return head if head in ("reference", "scripted") and "/" in name else "model"
