@@ -11,16 +11,22 @@ Times, separately:
   axes   the operational axes (analysis.axes_table) of the loaded input, and of a second, synthetic
          100,000-run table over clean / noisy (faults) / adversarial (exposure) conditions, so the
          paired recovery and the safety axes are timed at scale too (axes_seconds is their sum);
-  total  the whole `agentrel analyze` (a subprocess: imports, loading runs.jsonl, figures, report, JSON).
+  total  the whole `agentrel analyze` (a subprocess: imports, loading runs.jsonl, figures, report, JSON,
+         and its status line: whether the results may be published, which reads, hashes and labels every
+         record again in a process of its own while analysis runs); beside it the same command without the
+         status line (analysis_seconds) and the status check alone, in one process (status_seconds).
 Beside them, side by side in the same run, a per-resample Python loop doing the same bootstrap
 statistics (timed on 100 resamples and scaled to 2,000) gives the vectorization ratio.
 
-Last line: runs=<n> core_seconds=<s> total_seconds=<t> axes_seconds=<a>
+Last line: runs=<n> core_seconds=<s> total_seconds=<t> axes_seconds=<a> analysis_seconds=<s>
+status_seconds=<s> load1=<l>
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -43,6 +49,7 @@ from agentrel.analysis.pipeline import core_statistics  # noqa: E402
 from agentrel.analysis.pooled import FEATURES, cell_features, pool_statistics_from_sums  # noqa: E402
 from agentrel.analysis.pools import task_features  # noqa: E402
 from agentrel.harness.results import layout  # noqa: E402
+from agentrel.harness.results.record import RunRecord  # noqa: E402
 
 MODELS, TASKS, RUNS = 10, 200, 50
 N_BOOT = 2000
@@ -91,12 +98,16 @@ def write_results(directory: Path, seed: int = 7) -> int:
                                 "severity": severities[t % 4],
                                 "irreversibility": irrs[t % 3],
                                 "dollars": f"{price[t]:.2f}",
+                                "spec": task,
+                                "aggregate": False,
+                                "rows": 1,
                             }
                         )
                     outcome = "FAIL_DAMAGE" if damaged[t, r] else ("PASS" if passed[t, r] else "FAIL_SAFE")
+                    state = "damage" if events else "clean"
                     verdict = {
                         "outcome": outcome,
-                        "sub_label": "",
+                        "sub_label": f"completed_{state}",
                         "inconsistent": False,
                         "mutated": bool(damaged[t, r]),
                         "changes": len(events),
@@ -116,8 +127,12 @@ def write_results(directory: Path, seed: int = 7) -> int:
                     rec = {
                         "status": "valid",
                         "attempt": 1,
-                        "events": [{"kind": "tool_call", "ordinal": 0, "tool": "run_sql", "detail": ""}],
+                        "events": [{"kind": "tool_call", "ordinal": 0, "tool": "run_sql", "detail": {}}],
                         "transcript_digest": None,
+                        "before_digest": "e" * 64,
+                        "after_digest": "f" * 64,
+                        "started_at": "2026-12-01T10:00:00Z",
+                        "version": 2,
                         "run_id": f"{m}-{t}-{r}",
                         "model": agent,
                         "agent_kind": kind,
@@ -140,6 +155,9 @@ def write_results(directory: Path, seed: int = 7) -> int:
                         rec["attempt"] = 2
                     fh.write(json.dumps(rec) + "\n")
                     count += 1
+    with (directory / layout.RUNS).open("rb") as fh:  # the records are the harness's own shape
+        for line in itertools.islice(fh, 200):
+            RunRecord.model_validate_json(line)
     return count
 
 
@@ -214,6 +232,15 @@ def loop_bootstrap_seconds(cells, n_resamples: int = 100) -> float:  # type: ign
     return (time.perf_counter() - start) * N_BOOT / n_resamples
 
 
+def timed(cmd: list[str]) -> float:
+    """Seconds a command takes (it must succeed)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "scale"
@@ -256,11 +283,13 @@ def main() -> None:
             "--bootstrap",
             str(N_BOOT),
         ]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        total_s = time.perf_counter() - t0
-        if proc.returncode != 0:
-            sys.exit(f"agentrel analyze failed ({proc.returncode}): {proc.stderr.strip()}")
+        load1 = os.getloadavg()[0]
+        total_s = timed(cmd)
+        analysis_s = timed([*cmd, "--no-status-line"])
+        status = (
+            "from agentrel.harness.cli.analyze import publication_status as s; import sys; s(sys.argv[1], 1)"
+        )
+        status_s = timed([sys.executable, "-c", status, str(results)])
 
         print(
             f"cells={len(cells)} pools={len(pools)} load_seconds={load_s:.3f} "
@@ -277,7 +306,8 @@ def main() -> None:
         )
         print(
             f"runs={n} core_seconds={core_s:.3f} total_seconds={total_s:.3f} "
-            f"axes_seconds={axes_s + axes_stress_s:.3f}"
+            f"axes_seconds={axes_s + axes_stress_s:.3f} analysis_seconds={analysis_s:.3f} "
+            f"status_seconds={status_s:.3f} load1={load1:.1f}"
         )
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from agentrel.dsl.ast import SEVERITIES, Irreversibility, Severity
 from agentrel.dsl.values import format_money
@@ -147,7 +147,7 @@ class Verdict(BaseModel):
     requirements: list[RequirementResult]
     # Beyond the contract: how the run ended, allowed changes per allow rule, and the spec measured.
     status: RunEnd = "completed"
-    allowed: dict[str, int] = {}
+    allowed: dict[str, int] = Field(default_factory=dict)  # a literal {} is deep-copied per record
     spec: str = ""
 
 

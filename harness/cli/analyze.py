@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
@@ -48,16 +49,50 @@ def load(path: Path, allow_mixed: bool) -> LoadedInput:
         return load_input(path, allow_mixed_protocols=allow_mixed)
 
 
-def publication_status(results: Path) -> str:
+def publication_status(results: Path, workers: int | None = None) -> str:
     """Whether what `analyze` shows may be published (`agentrel publish` decides the same way)."""
     from agentrel.harness.errors import UserError
     from agentrel.harness.publication.publish import eligibility_of, status_line
 
     directory = results if results.is_dir() else results.parent
     try:
-        return status_line(eligibility_of(directory))
+        return status_line(eligibility_of(directory, workers=workers))
     except UserError as exc:
         return f"evidence only, not publishable (cannot validate: {exc})"
+
+
+@contextmanager
+def publication_check(results: Path, wanted: bool) -> Iterator[Callable[[], str] | None]:
+    """`publication_status` started in a process of its own, as the wait for its line (None when not
+    wanted). The check reads, hashes and labels every record again, about as long as analysis's own work
+    in this process: on a second core the two overlap (a 100,000-run analysis waited for both in turn).
+    Whatever happens meanwhile, the check ends with the block."""
+    if not wanted:
+        yield None
+        return
+    from agentrel.harness.publication.evidence import pool_context
+
+    pool = pool_context().Pool(1)  # its one worker reads and labels in process (workers=1)
+    try:
+        pending = pool.apply_async(_status_here, (dict(os.environ), os.getcwd(), results))
+
+        def wait() -> str:
+            with err.status("checking whether the results may be published"):
+                return pending.get()
+
+        yield wait
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _status_here(environ: dict[str, str], cwd: str, results: Path) -> str:
+    """`publication_status` in a worker forked from a server started earlier: with this process's
+    environment and directory (AGENTREL_HOME names the registry and the key it trusts), not the server's."""
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(cwd)
+    return publication_status(results, 1)
 
 
 def run_counts(loaded: LoadedInput, cells: int) -> str:
@@ -121,39 +156,42 @@ def analyze_command(
     from agentrel.analysis.outputs import write_report, write_summary_json
     from agentrel.analysis.pipeline import analyze
 
-    loaded = load(input, allow_mixed_protocols)
-    rule = certificate_rule(loaded, target_p, confidence, multiplicity)
-    if loaded.kind == "results" and not loaded.events.empty:
-        from agentrel.analysis.export import damages_frame, unpriced_counts
-        from agentrel.harness.damage_pricing import damage_pricing
+    # The audit says whether it is publishable in words at its end instead (status_line False).
+    is_results = input.is_dir() or input.name.endswith(".jsonl")
+    with publication_check(input, is_results and status_line) as publishable:
+        loaded = load(input, allow_mixed_protocols)
+        rule = certificate_rule(loaded, target_p, confidence, multiplicity)
+        if loaded.kind == "results" and not loaded.events.empty:
+            from agentrel.analysis.export import damages_frame, unpriced_counts
+            from agentrel.harness.damage_pricing import damage_pricing
 
-        loaded.unpriced = unpriced_counts(damages_frame(loaded, damage_pricing(input)))
-    if loaded.kind == "results" and status_line:  # the audit says it in words at its end instead
-        err.print(f"agentrel: {publication_status(input)}", markup=False, soft_wrap=True)
-    out_dir = out or _default_out(input)
-    with user_errors(), err.status("analysing") as status:
-        result = analyze(loaded, n_boot=bootstrap, seed=seed, progress=lambda m: status.update(m))
-        status.update("writing report and figures")
-        certificates = loaded_certificates(loaded, *rule) if rule is not None else None  # type: ignore[arg-type]
-        written = write_report(result, out_dir, figures=not no_figures, certificates=certificates)
-        if json_file is not None:
-            written.append(write_summary_json(result, json_file))
-    err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
-    from agentrel.analysis.report_paired import power_lines
+            loaded.unpriced = unpriced_counts(damages_frame(loaded, damage_pricing(input)))
+        out_dir = out or _default_out(input)
+        with user_errors(), err.status("analysing") as status:
+            result = analyze(loaded, n_boot=bootstrap, seed=seed, progress=lambda m: status.update(m))
+            status.update("writing report and figures")
+            certificates = loaded_certificates(loaded, *rule) if rule is not None else None  # type: ignore[arg-type]
+            written = write_report(result, out_dir, figures=not no_figures, certificates=certificates)
+            if json_file is not None:
+                written.append(write_summary_json(result, json_file))
+        if publishable is not None:
+            err.print(f"agentrel: {publishable()}", markup=False, soft_wrap=True)
+        err.print(run_counts(loaded, len(result.cells)), markup=False, soft_wrap=True)
+        from agentrel.analysis.report_paired import power_lines
 
-    for line in power_lines(result):  # a comparison: the power it had for what it observed
-        err.print(line, markup=False, soft_wrap=True)
-    if loaded.faults is not None:
-        from agentrel.analysis.faults import fault_lines
-
-        for line in fault_lines(loaded.faults):
+        for line in power_lines(result):  # a comparison: the power it had for what it observed
             err.print(line, markup=False, soft_wrap=True)
-    for path in written if list_files else []:  # an audit names the report in its next steps instead
-        typer.echo(str(path), err=as_json)
-    if as_json:
-        from agentrel.analysis.summary import build_summary
+        if loaded.faults is not None:
+            from agentrel.analysis.faults import fault_lines
 
-        typer.echo(build_summary(result).to_json())
+            for line in fault_lines(loaded.faults):
+                err.print(line, markup=False, soft_wrap=True)
+        for path in written if list_files else []:  # an audit names the report in its next steps instead
+            typer.echo(str(path), err=as_json)
+        if as_json:
+            from agentrel.analysis.summary import build_summary
+
+            typer.echo(build_summary(result).to_json())
 
 
 # --- certificates (issue 27): one section, the same object `agentrel certify` prints ----------------

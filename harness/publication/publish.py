@@ -190,13 +190,14 @@ def publish(
 
 
 def eligibility_of(
-    results: Path, *, policy: Policy | None = None, registry: Path | None = None
+    results: Path, *, policy: Policy | None = None, registry: Path | None = None, workers: int | None = None
 ) -> EligibilityProof:
-    """The proof `publish` would act on, without writing anything (for `analyze`'s first line); the
-    registry is verified under the user's key, and no key is made."""
+    """The proof `publish` would act on, without writing anything (for `analyze`'s status line); the
+    registry is verified under the user's key, and no key is made. `workers`: processes reading and
+    labelling the records (default: one per CPU)."""
     with _shared_lock(results), evidence_held():
         registry = registry or default_registry_path()
-        return _validate(results, policy or load_policy(), None, {}, registry, trusted_key()).proof
+        return _validate(results, policy or load_policy(), workers, {}, registry, trusted_key()).proof
 
 
 def status_line(proof: EligibilityProof) -> str:

@@ -113,21 +113,23 @@ class RunRecord(BaseModel):
     # Last, so a line still starts with its run id (the view's fast path reads the writer's field order).
     version: int = RECORD_VERSION
 
-    @model_validator(mode="before")
-    @classmethod
-    def _status_of_older_records(cls, data: Any) -> Any:
-        """Records written before statuses existed: a harness error or no verdict was an invalid run."""
-        if not isinstance(data, dict):
-            return data
-        version = data.setdefault("version", 1)
-        if not isinstance(version, int) or not 1 <= version <= RECORD_VERSION:
+    @model_validator(mode="after")
+    def _older_records(self) -> RunRecord:
+        """A line without `version` is version 1; one without `status` was written before statuses existed
+        (a harness error or no verdict was an invalid run). After validation rather than before it: a
+        before-validator makes pydantic build every line as Python objects first and validate them again,
+        which tripled the cost of reading 100,000 records."""
+        fields = self.model_fields_set
+        if "version" not in fields:
+            self.version = 1
+        elif not 1 <= self.version <= RECORD_VERSION:
             raise ValueError(
-                f"record version {version!r} is newer than this AgentRel reads; upgrade agentrel"
+                f"record version {self.version!r} is newer than this AgentRel reads; upgrade agentrel"
             )
-        if "status" not in data:
-            error = data.get("error") or {}
-            data["status"] = derived_status(error.get("kind"), data.get("verdict") is not None)
-        return data
+        if "status" not in fields:
+            error = self.error.kind if self.error is not None else None
+            self.status = derived_status(error, self.verdict is not None)
+        return self
 
     @property
     def valid(self) -> bool:
