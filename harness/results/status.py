@@ -92,13 +92,13 @@ def is_passing(outcome: str | None, mutated: bool, agent_error: bool) -> bool:
     return outcome == PASS and not is_damaging(outcome, mutated, agent_error)
 
 
-def derived_status(error_kind: str | None, has_verdict: bool) -> str:
+def derived_status(error_kind: str | None, has_verdict: bool) -> RunStatus:
     """The status of a record written before statuses existed, from its error kind and verdict."""
     if error_kind == "provider":
-        return PROVIDER_INVALID
+        return "provider_invalid"
     if not has_verdict or error_kind == "harness":
-        return HARNESS_INVALID
-    return VALID
+        return "harness_invalid"
+    return "valid"
 
 
 def effective_status(
