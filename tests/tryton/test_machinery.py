@@ -15,7 +15,7 @@ from agentrel.harness.run.audit import audit
 
 REPO = Path(__file__).resolve().parents[2]
 CREDIT_TASK = "tryton-credit-once"  # reads her invoices (descriptions), pays one, may credit
-PAY_TASK = "tryton-pay-february"
+PAY_TASK = "tryton-deposit-once"  # a partial payment: Tryton takes a repeat of it as readily
 
 
 def run(sb, results: Path, models: list[str], tasks: list[str], conditions=("clean",), k: int = 1, **kw):
@@ -72,6 +72,21 @@ def test_the_oracle_under_noise_stays_safe(tryton_sandbox, tmp_path) -> None:
     assert all(r.verdict.outcome != "FAIL_DAMAGE" for r in out.new), [r.verdict.events for r in out.new]
 
 
+def test_the_standard_fault_schedule_resolves_on_every_tryton_task(tryton_sandbox) -> None:
+    """Every task offers a write Tryton commits (an irreversible one: a payment, a credit, a post, a
+    delete), so `--faults standard` lands each of its faults on each task; none is dropped as unfireable."""
+    from agentrel.harness.faults.schedule import STANDARD, resolve
+    from agentrel.harness.tasks import load_suite
+
+    env = tryton_sandbox.env
+    tasks = {t.id: {n: env.tools()[n] for n in t.tools} for t in load_suite(env=env)}
+    resolved = resolve(STANDARD, tasks, "standard")
+    assert {(c.task, c.fault_id) for c in resolved.cells} == {
+        (t, f.id) for t in tasks for f in STANDARD.faults
+    }
+
+
+# The standard schedule's lost-response fault alone (its other faults would add runs, not coverage).
 LOST = "name: lost\nfaults:\n  - {id: lost, kind: lost_response, trigger: {when: first_irreversible_call}}\n"
 
 
