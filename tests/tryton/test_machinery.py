@@ -124,8 +124,9 @@ def test_a_sealed_agent_program_completes_a_tryton_task_and_the_view_shows_it_pe
 ) -> None:
     """examples/agents/plain_http_agent.py (a tool-calling loop with no library), sealed, its model the
     scripted oracle behind AgentRel's model proxy: it pays the invoice through the run's MCP tools, and
-    its run is PASS. Its counterexample (crediting again) is FAIL_DAMAGE, and the view draws that run's
-    diff per business record: the credit note with its lines and its move's lines under it."""
+    its run is PASS. A counterexample (crediting the paid invoice with a refund) is FAIL_DAMAGE, and the
+    view draws that run's diff per business record: the credit note with its lines, its move and the
+    move's lines under it."""
     from agentrel.harness.agents.external import ExternalSpec
     from agentrel.harness.results.directory import ResultsDir
     from agentrel.harness.view.evidence import EvidenceStore
@@ -135,7 +136,7 @@ def test_a_sealed_agent_program_completes_a_tryton_task_and_the_view_shows_it_pe
         pytest.fail("sealed agent programs need Linux bubblewrap")
     program = [sys.executable, str(REPO / "examples" / "agents" / "plain_http_agent.py")]
     results = tmp_path / "r"
-    for script in ("oracle", "credit_again"):
+    for script in ("oracle", "credit_the_paid_one"):
         spec = ExternalSpec(name="plain", command=program, timeout_s=300, model=f"scripted/{script}")
         audit(
             models=[], agents=[spec], k=1, tasks=[CREDIT_TASK], concurrency=1, results=results / script,
@@ -146,12 +147,12 @@ def test_a_sealed_agent_program_completes_a_tryton_task_and_the_view_shows_it_pe
     assert [c["tool"] for c in passed.tool_calls if c["tool"] != "search_read"] == ["pay_invoice"]
     manifest = json.loads((results / "oracle" / "manifest.json").read_text())
     assert manifest["environment"]["name"] == "tryton-erp"
-    (damaged,) = ResultsDir(results / "credit_again").records()
+    (damaged,) = ResultsDir(results / "credit_the_paid_one").records()
     assert damaged.verdict.outcome == "FAIL_DAMAGE", damaged.verdict
 
     from agentrel.harness.results.lines import parse_attempt
 
-    folder = results / "credit_again"
+    folder = results / "credit_the_paid_one"
     store = EvidenceStore(folder)
     manifest = json.loads((folder / "manifest.json").read_text())
     line = next(raw for raw in (folder / "runs.jsonl").read_bytes().splitlines() if raw.strip())
