@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from agentrel.dsl.state import State, Value
 from agentrel.harness.view.relabel import LabelledChange
 from agentrel.sandbox.environments.contract import RecordLink
 
+#: A record's id: its key's one value (links join single-column keys), or a whole composite key.
+RecordKey: TypeAlias = Value | tuple[Value, ...]
 MAX_DEPTH = 8  # links are a forest; a declared cycle stops here instead of looping
 
 
 @dataclass
 class BusinessRecord:
     table: str  # the record's top table (an invoice's account_invoice)
-    key: Value  # its id
+    key: RecordKey  # its id
     changes: list[LabelledChange] = field(default_factory=list)
 
     @property
@@ -34,7 +37,7 @@ def group_by_record(
     """The changes under their business records, in the order each record first appears (a record whose
     own row changed first, then the others)."""
     roots = _Roots(links, before, after)
-    records: dict[tuple[str, Value], BusinessRecord] = {}
+    records: dict[tuple[str, RecordKey], BusinessRecord] = {}
     for c in changes:
         row = c.after if c.after is not None else c.before
         top = roots.top(c.table, c.key[0] if len(c.key) == 1 else c.key, row, c.columns)
@@ -51,8 +54,8 @@ class _Roots:
         self._by_column: dict[tuple[int, str, str], dict[Value, Value]] = {}
 
     def top(
-        self, table: str, key: Value, row: tuple[Value, ...] | None, columns: Sequence[str]
-    ) -> tuple[str, Value]:
+        self, table: str, key: RecordKey, row: tuple[Value, ...] | None, columns: Sequence[str]
+    ) -> tuple[str, RecordKey]:
         for _ in range(MAX_DEPTH):
             parent = self._parent(table, key, row, columns)
             if parent is None:
@@ -62,8 +65,8 @@ class _Roots:
         return table, key
 
     def _parent(
-        self, table: str, key: Value, row: tuple[Value, ...] | None, columns: Sequence[str]
-    ) -> tuple[str, Value] | None:
+        self, table: str, key: RecordKey, row: tuple[Value, ...] | None, columns: Sequence[str]
+    ) -> tuple[str, RecordKey] | None:
         for link in self.links.get(table, ()):
             if link.via == "child":
                 if row is not None and link.column in columns:
@@ -76,14 +79,15 @@ class _Roots:
                     return link.parent, found
         return None
 
-    def _row(self, table: str, key: Value) -> tuple[tuple[Value, ...] | None, Sequence[str]]:
+    def _row(self, table: str, key: RecordKey) -> tuple[tuple[Value, ...] | None, Sequence[str]]:
+        whole = key if isinstance(key, tuple) else (key,)
         for state in self.states:
             t = state.tables.get(table)
-            if t is not None and (key,) in t.rows:
-                return t.rows[(key,)], t.info.columns
+            if t is not None and whole in t.rows:
+                return t.rows[whole], t.info.columns
         return None, ()
 
-    def _holder(self, table: str, column: str, value: Value) -> Value | None:
+    def _holder(self, table: str, column: str, value: RecordKey) -> Value | None:
         """The id of the row of `table` whose `column` holds `value` (after the run, else before)."""
         for i, state in enumerate(self.states):
             t = state.tables.get(table)

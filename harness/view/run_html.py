@@ -166,7 +166,7 @@ def _records(
             if damage
             else ""
         )
-        key = e(_value(rec.key))
+        key = e(", ".join(map(_value, rec.key)) if isinstance(rec.key, tuple) else _value(rec.key))
         out += (
             f'<div class="record" data-record="{e(rec.table)}:{key}">'
             f'<h3 class="record-head"><b>{e(rec.table)}</b> <code class="key">id={key}</code>: '

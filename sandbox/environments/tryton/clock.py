@@ -87,8 +87,10 @@ def pinned_datetime_module(instant: _dt.datetime) -> types.ModuleType:
         def __new__(cls, *args: Any, **kwargs: Any) -> Any:
             return _dt.date(*args, **kwargs)
 
+        # The pinned classes answer values of the real classes (their __new__ too), hence the overrides'
+        # return types.
         @classmethod
-        def today(cls) -> _dt.date:
+        def today(cls) -> _dt.date:  # type: ignore[override]
             return naive.date()
 
     class datetime(_dt.datetime, metaclass=_AlsoReal):  # stands in for datetime.datetime
@@ -98,15 +100,15 @@ def pinned_datetime_module(instant: _dt.datetime) -> types.ModuleType:
             return _dt.datetime(*args, **kwargs)
 
         @classmethod
-        def now(cls, tz: _dt.tzinfo | None = None) -> _dt.datetime:
+        def now(cls, tz: _dt.tzinfo | None = None) -> _dt.datetime:  # type: ignore[override]
             return naive if tz is None else instant.astimezone(tz)
 
         @classmethod
-        def today(cls) -> _dt.datetime:
+        def today(cls) -> _dt.datetime:  # type: ignore[override]
             return naive
 
         @classmethod
-        def utcnow(cls) -> _dt.datetime:
+        def utcnow(cls) -> _dt.datetime:  # type: ignore[override]
             return naive
 
     module = types.ModuleType("datetime", "the datetime module, its clock pinned (agentrel tryton clock)")
