@@ -30,6 +30,7 @@ from agentrel.harness.run.episode import PreparedTask, prepare
 from agentrel.harness.tasks import Task, load_suite
 from agentrel.sandbox.databases import Template
 from agentrel.sandbox.dump import dump_database
+from agentrel.sandbox.environments.contract import record_link_problems
 from agentrel.sandbox.sandbox import Sandbox
 from agentrel.sandbox.tools import ToolBox
 
@@ -146,6 +147,8 @@ def check_seed(sb: Sandbox) -> list[Problem]:
                     f"({', '.join(keys[name])})",
                 )
             )
+    infos = sb.env.table_infos()
+    problems += [Problem("record_links", "", p) for p in record_link_problems(sb.env.record_links, infos)]
     return problems
 
 

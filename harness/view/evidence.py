@@ -27,6 +27,7 @@ from agentrel.harness.errors import IntegrityFailure, UserError
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.tasks import Task, load_suite
+from agentrel.harness.view.records import BusinessRecord, group_by_record
 from agentrel.harness.view.relabel import Relabel, disagreements, relabel, with_recorded
 from agentrel.sandbox.environments.contract import Environment
 
@@ -41,6 +42,8 @@ class RunEvidence:
     relabel: Relabel | None
     notes: list[str] = field(default_factory=list)  # what is missing or doubtful, one sentence each
     disagreements: list[str] = field(default_factory=list)
+    # The diff per business record, when the audit's environment declares its records (records.py).
+    records: list[BusinessRecord] | None = None
 
 
 class _Lru(OrderedDict[str, Any]):
@@ -68,6 +71,7 @@ class EvidenceStore:
         self._runs = _Lru(64)
         self._tasks: dict[str, Task] | None = None
         self._root: Path | None = None  # the audit's suite folder, decided with the tasks
+        self._env: Environment | None = None  # the audit's environment (None: the built-in's or unknown)
 
     def prewarm(self, manifest: dict[str, Any] | None, dumps: int = 4) -> None:
         """Load the suite, the specs and the first few tasks' pre-run dumps before anyone asks: the
@@ -118,6 +122,9 @@ class EvidenceStore:
         if rec.verdict is not None:
             ev.relabel = with_recorded(ev.relabel, rec.verdict.events, spec.name)
             ev.disagreements = disagreements(rec.verdict.events, ev.relabel)
+        links = self._env.record_links if self._env is not None else ()
+        if links:
+            ev.records = group_by_record(ev.relabel.changes, links, before, after)
         return ev
 
     def _transcript(self, rec: RunRecord, notes: list[str]) -> dict[str, Any] | None:
@@ -143,6 +150,7 @@ class EvidenceStore:
         if self._tasks is None:
             try:
                 self._root, env = audit_suite(manifest)
+                self._env = env
                 self._tasks = {t.id: t for t in load_suite(self._root / "tasks", env=env)}
             except UserError as exc:
                 notes.append(f"the task suite cannot be read: {exc}")

@@ -15,6 +15,7 @@ from agentrel.harness.results.record import RunRecord
 from agentrel.harness.view.evidence import RunEvidence
 from agentrel.harness.view.html import cells_href, e, layout
 from agentrel.harness.view.pages import outcome_of
+from agentrel.harness.view.records import BusinessRecord
 from agentrel.harness.view.relabel import LabelledChange
 
 CHANGES_PER_PAGE = 200
@@ -119,6 +120,9 @@ def _diff(ev: RunEvidence, start: int, run_id: str, task: str, priced: Mapping[t
             f"{e(agg.severity)} · {e(agg.irreversibility)} · "
             f"{e(_amount(agg.spec, agg.rule, Decimal(agg.dollars), priced))}</div>"
         )
+    records = getattr(ev, "records", None)  # a page drawn from a bare relabel has none
+    if records is not None:
+        return out + _records(records, start, run_id, task, priced) + "</section>"
     groups = group_changes(r.changes)
     if len(groups) < len(r.changes):
         out += (
@@ -127,16 +131,50 @@ def _diff(ev: RunEvidence, start: int, run_id: str, task: str, priced: Mapping[t
         )
     shown = groups[start : start + CHANGES_PER_PAGE]
     out += "".join(_group(g, task, priced) for g in shown)
-    if start + CHANGES_PER_PAGE < len(groups) or start:
-        nxt = start + CHANGES_PER_PAGE
-        href = f"/runs/{e(run_id)}?from="
-        links = []
-        if start:
-            links.append(f'<a href="{href}{max(0, start - CHANGES_PER_PAGE)}#diff">previous</a>')
-        if nxt < len(groups):
-            links.append(f'<a href="{href}{nxt}#diff">next {CHANGES_PER_PAGE}</a>')
-        out += f"<p>groups {start + 1}–{start + len(shown)} of {len(groups)} · {' · '.join(links)}</p>"
-    return out + "</section>"
+    return out + _pages("groups", start, len(shown), len(groups), run_id) + "</section>"
+
+
+def _pages(what: str, start: int, shown: int, total: int, run_id: str) -> str:
+    if start + CHANGES_PER_PAGE >= total and not start:
+        return ""
+    nxt = start + CHANGES_PER_PAGE
+    href = f"/runs/{e(run_id)}?from="
+    links = []
+    if start:
+        links.append(f'<a href="{href}{max(0, start - CHANGES_PER_PAGE)}#diff">previous</a>')
+    if nxt < total:
+        links.append(f'<a href="{href}{nxt}#diff">next {CHANGES_PER_PAGE}</a>')
+    return f"<p>{what} {start + 1}–{start + shown} of {total} · {' · '.join(links)}</p>"
+
+
+def _records(
+    records: list[BusinessRecord], start: int, run_id: str, task: str, priced: Mapping[tuple[str, str], bool]
+) -> str:
+    """The diff per business record (the environment's record links): each record's head names its top
+    row and what it comes to, then its changes, identical events grouped as elsewhere."""
+    out = (
+        f"<p>The changes belong to {len(records)} business record(s) (the environment says which tables "
+        "roll up to which: an invoice's lines and moves come under the invoice).</p>"
+    )
+    shown = records[start : start + CHANGES_PER_PAGE]
+    for rec in shown:
+        damage = [c for c in rec.changes if c.dollars is not None]
+        none = sum(is_unpriced(c.spec, c.rule, c.dollars or Decimal(0), priced) for c in damage)
+        worth = (
+            f" · {len(damage)} damage row(s), "
+            f"{e(amount_text(sum((c.dollars or Decimal(0) for c in damage), Decimal('0')), none))}"
+            if damage
+            else ""
+        )
+        key = e(", ".join(map(_value, rec.key)) if isinstance(rec.key, tuple) else _value(rec.key))
+        out += (
+            f'<div class="record" data-record="{e(rec.table)}:{key}">'
+            f'<h3 class="record-head"><b>{e(rec.table)}</b> <code class="key">id={key}</code>: '
+            f"{len(rec.changes)} changed row(s) in {e(', '.join(rec.tables))}{worth}</h3>"
+            + "".join(_group(g, task, priced) for g in group_changes(rec.changes))
+            + "</div>"
+        )
+    return out + _pages("records", start, len(shown), len(records), run_id)
 
 
 def group_changes(changes: list[LabelledChange]) -> list[list[LabelledChange]]:

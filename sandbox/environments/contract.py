@@ -17,9 +17,10 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from agentrel.dsl.state import State, TableInfo
 
@@ -30,6 +31,19 @@ if TYPE_CHECKING:  # names only: the contract loads without the tool runtime (ps
 
 DEFAULT_PRICES = Path(__file__).resolve().parents[2] / "harness" / "prices.yaml"
 KINDS = ("int", "numeric", "bool", "text", "date", "timestamp", "json")
+
+
+@dataclass(frozen=True)
+class RecordLink:
+    """A row of `table` is part of the business record of a row of `parent` (an invoice line of its
+    invoice, a move of the invoice it posts). `via="child"`: `table`'s column `column` holds the
+    parent's id; `via="parent"`: the parent's column `column` holds this row's id. Both tables are keyed
+    by one column. Only the view reads these (a run's diff shown per business record); judging never."""
+
+    table: str
+    parent: str
+    column: str
+    via: Literal["child", "parent"] = "child"
 
 
 class Environment(ABC):
@@ -48,6 +62,9 @@ class Environment(ABC):
     #: True when every task is offered the environment's whole toolset (as τ² does), so an agent can pick
     #: the wrong tool: a task file then omits `tools`, or narrows it and says why (`tools_narrowed`).
     whole_toolset: bool = False
+    #: How the tables roll up into business records, for the view's diff (an ERP's one act writes several
+    #: tables): each link's table joins its parent's record, recursively. Empty: every row stands alone.
+    record_links: tuple[RecordLink, ...] = ()
 
     # -- identity ------------------------------------------------------------------------------------
     @abstractmethod
@@ -115,3 +132,20 @@ def table_info(
         volatile=frozenset(volatile),
         kinds=tuple(columns.values()),
     )
+
+
+def record_link_problems(links: tuple[RecordLink, ...], infos: Mapping[str, TableInfo]) -> list[str]:
+    """What is wrong with an environment's record links against its tables: one sentence each."""
+    out = []
+    for link in links:
+        where = f"record link {link.table} -> {link.parent}"
+        holder = link.table if link.via == "child" else link.parent
+        for name in (link.table, link.parent):
+            info = infos.get(name)
+            if info is None:
+                out.append(f"{where}: {name} is not a table in the diff")
+            elif len(info.primary_key) != 1:
+                out.append(f"{where}: {name} is not keyed by one column")
+        if holder in infos and link.column not in infos[holder].columns:
+            out.append(f"{where}: {holder} has no column {link.column}")
+    return out

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from agentrel.dsl.state import State, TableInfo
 from agentrel.sandbox.environments.contract import Environment
 from agentrel.sandbox.environments.tryton import settings
+from agentrel.sandbox.environments.tryton.records import RECORD_LINKS
 
 if TYPE_CHECKING:
     import psycopg
@@ -31,9 +32,12 @@ class TrytonErp(Environment):
     name = "tryton-erp"
     title = "Tryton 8.2 ERP: invoicing, sales, complaints and payments, over Tryton's own JSON-RPC"
     verticals = ("finance", "sales")
-    # Tryton's business date is pinned (launch.pin_clock); the instants Tryton stamps on every write
-    # are volatile (tables.py).
+    # Tryton's clock is pinned (clock.py); the instants the database stamps on every write are
+    # volatile (tables.py).
     clock = datetime.combine(settings.PINNED_DATE, datetime.min.time(), tzinfo=UTC)
+    # One act writes several tables (posting an invoice: the invoice, a move, its lines): the view shows
+    # a run's diff per invoice, sale, complaint and party (records.py).
+    record_links = RECORD_LINKS
 
     def versions(self) -> Mapping[str, str]:
         return {

@@ -4,9 +4,10 @@
     launch seed CONFIG DB SEED      seed the company through proteus, in process (seed.py)
     launch serve CONFIG DB          serve DB over JSON-RPC on the config's loopback address
 
-Every one pins Tryton's business clock first: `trytond.ir.date.Date.today` answers the environment's
-date (config.PINNED_DATE), whatever day the process runs on, so invoice, accounting, payment and
-sale dates are a function of the template and the calls. A server prints `listening <port>` on stdout
+Every one pins Tryton's clock first (clock.py): `trytond.ir.date.Date.today` and every direct clock read
+that reaches a stored value answer the environment's date (settings.PINNED_DATE), whatever day the
+process runs on, so invoice, accounting, payment and sale dates are a function of the template and
+the calls. A server prints `listening <port>` on stdout
 once it accepts requests, and exits by itself when its database goes away (dropped with its run) or its
 parent process dies: no Tryton process outlives the run that started it.
 """
@@ -21,9 +22,10 @@ import time
 
 
 def pin_clock(day: dt.date) -> None:
-    from trytond.ir import date as ir_date
+    """Tryton's business date and every direct clock read that reaches a stored value (clock.py)."""
+    from agentrel.sandbox.environments.tryton import clock
 
-    ir_date.Date.today = staticmethod(lambda timezone=None: day)  # type: ignore[method-assign]
+    clock.pin(day)
 
 
 def _configure(config_path: str) -> None:

@@ -22,7 +22,7 @@ DISTRIBUTIONS = (
     "trytond-currency", "trytond-country", "trytond-stock", "trytond-account-product",
     "trytond-account-invoice-stock", "proteus",
 )  # fmt: skip
-#: Tryton's "today" in every process the environment starts (launch.pin_clock).
+#: Tryton's "today" in every process the environment starts (clock.py).
 PINNED_DATE = dt.date(2026, 3, 2)
 ADMIN_EMAIL = "admin@example.invalid"
 #: The environment variable a server's watcher reads its database's conninfo from (never argv).
@@ -44,7 +44,16 @@ def installed_versions() -> dict[str, str]:
 def code_digest() -> str:
     """SHA-256 of the environment's own files the template and the tools depend on."""
     h = hashlib.sha256()
-    for name in ("settings.py", "launch.py", "seed.py", "fixtures.py", "build.py", "tables.py", "catalog.py"):
+    for name in (
+        "settings.py",
+        "launch.py",
+        "clock.py",
+        "seed.py",
+        "fixtures.py",
+        "build.py",
+        "tables.py",
+        "catalog.py",
+    ):
         h.update(name.encode() + b"\0" + (HERE / name).read_bytes())
     return h.hexdigest()
 
