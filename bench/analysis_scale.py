@@ -190,6 +190,7 @@ def stress_input(seed: int = 11) -> LoadedInput:
                     "severity": None,
                     "irreversibility": None,
                     "cost_usd": rng.gamma(2.0, 0.01, size),
+                    "cost_source": "measured",
                     "protocol_hash": PROTOCOL,
                     "calls": rng.integers(0, 9, size),
                     "duplicate_calls": rng.integers(0, 2, size),
@@ -287,7 +288,8 @@ def main() -> None:
         total_s = timed(cmd)
         analysis_s = timed([*cmd, "--no-status-line"])
         status = (
-            "from agentrel.harness.cli.analyze import publication_status as s; import sys; s(sys.argv[1], 1)"
+            "import sys, pathlib; from agentrel.harness.cli.analyze import publication_status as check; "
+            "check(pathlib.Path(sys.argv[1]), 1)"
         )
         status_s = timed([sys.executable, "-c", status, str(results)])
 
