@@ -7,8 +7,9 @@ The conninfo comes from the environment, never argv: on an external server it ca
 password, and argv is readable by every user in the process list. Once listening, the server prints one
 line, `READY <port> <boot id> <pid>`, and then serves:
 
-- `POST /call {"tool", "args", "call_id"}`: the tool through an ordinary `ToolBox` (the same argument
-  checks, one transaction per call, errors as results), with the call id written by
+- `POST /call {"tool", "args", "call_id"[, "withhold"]}`: the tool through an ordinary `ToolBox` (the same
+  argument checks, one transaction per call, errors as results, `withhold` for the lying-success
+  condition, idempotency keys for the tools that honour them), with the call id written by
   `agentrel_meta.note_call` as the last statement of the tool's own transaction: the row exists exactly
   when the call committed (the commit evidence a lost-response witness reads).
 - `GET /health`: a probe (partition witnesses), answered even while a call runs.
@@ -160,13 +161,15 @@ class ToolServer:
             self.current.call_id, self.current.hold_s = call_id, self.armed_hold_s
             self.armed_hold_s = 0.0
             try:
-                result = await asyncio.to_thread(self.box.call, tool, body.get("args"))
+                withhold = body.get("withhold") is True
+                result = await asyncio.to_thread(self.box.call, tool, body.get("args"), withhold)
             except Exception as exc:
                 # As the in-process session answers it (harness/run/session.py): an argument no tool can take
                 # is the agent's own, answered as a tool error.
                 error = f"tool call failed: {type(exc).__name__}: {exc}"[:300]
                 result = ToolResult(False, {"error": error})
-        return {"call_id": call_id, "ok": result.ok, "content": result.content, "raw": result.raw}
+        answer = {"call_id": call_id, "ok": result.ok, "content": result.content, "raw": result.raw}
+        return {**answer, "withheld": result.withheld, "replayed": result.replayed}
 
     def close_connections(self) -> None:
         for writer in list(self._writers):

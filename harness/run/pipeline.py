@@ -4,7 +4,8 @@ Every tool call of a run, whoever makes it (a model adapter, a scripted agent, a
 `Pipeline.call`, gets the run's next ordinal, has its arguments parsed once, and then passes through the
 run's layers in a fixed order before it reaches the tool box. A layer is an object with one async method,
 `handle(call, next)`: it may look at the call, change what the agent sees, refuse it (answer without
-calling `next`), or record an event. The clean condition is the empty pipeline.
+calling `next`), ask the tools to commit nothing (`call.withhold`), or record an event. The clean
+condition is the empty pipeline. A call answered from its idempotency key is an `idempotent_replay` event.
 
 A layer never draws from a shared random generator: `call.rng(layer)` is a generator seeded by
 sha256(run seed | layer name | call ordinal), so a layer's draws for call 7 are the same for every agent
@@ -38,6 +39,8 @@ class ToolCall:
     seed: str
     events: list[Event]
     error: str | None = None
+    # Asked by a layer (the lying-success condition): the tools answer as ever but commit nothing.
+    withhold: bool = False
 
     def rng(self, layer: str) -> random.Random:
         """This call's own random stream for `layer`: sha256(seed | layer | ordinal)."""
@@ -127,6 +130,8 @@ class Pipeline:
         record = CallRecord(call.ordinal, tool, args, False, None, 0.0)
         self.calls.append(record)
         result = await self._entry(call)
+        if result.replayed:  # however the call reached the tools: the record says the retry did nothing
+            call.emit("idempotent_replay")
         record.ok, record.result, record.seconds = result.ok, result.content, clock() - t0
         return result
 

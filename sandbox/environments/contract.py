@@ -48,6 +48,11 @@ class Environment(ABC):
     #: True when every task is offered the environment's whole toolset (as τ² does), so an agent can pick
     #: the wrong tool: a task file then omits `tools`, or narrows it and says why (`tools_narrowed`).
     whole_toolset: bool = False
+    #: True when every tool writes only through the connection its call is handed, inside that call's one
+    #: transaction (no connection, server or file of its own): AgentRel can then withhold a call's writes
+    #: (the lying-success condition) and keep an idempotency key atomic with them. Leave it False when a
+    #: tool writes elsewhere (an application server's own connection, as Tryton's tools do).
+    transactional_tools: bool = False
 
     # -- identity ------------------------------------------------------------------------------------
     @abstractmethod

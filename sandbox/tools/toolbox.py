@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 
 from agentrel.sandbox.dump import connect_canonical
+from agentrel.sandbox.tools import idempotency
 from agentrel.sandbox.tools.base import MAX_TEXT, Tool, ToolContext, ToolError, cut, iso_value, shown
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -29,6 +30,10 @@ class ToolResult:
     ok: bool
     content: Any  # the result, or {"error": message}
     raw: str | None = None  # what the agent is shown instead, when it is not the content as JSON
+    # The call wrote and its commit was withheld on request (`ToolBox.call(withhold=True)`): the answer
+    # is the tool's own, its writes were rolled back.
+    withheld: bool = False
+    replayed: bool = False  # the first answer under the call's idempotency key, nothing done again
 
     def text(self) -> str:
         if self.raw is not None:
@@ -105,11 +110,22 @@ class _Watchdog:
         return self.expired
 
 
+# Whether the current transaction wrote anything: Postgres assigns a transaction id at its first write,
+# whatever path the tool's statements took (triggers included); reads and sequence draws assign none.
+_WROTE = "SELECT pg_current_xact_id_if_assigned() IS NOT NULL"
+
+
 class ToolBox:
     """The tools one run may call, bound to that run's database and nothing else.
 
     `call_timeout_s` bounds a whole call, however many statements it runs: past it the call's transaction
-    is rolled back and the agent sees "the tool call timed out"."""
+    is rolled back and the agent sees "the tool call timed out".
+
+    `call(..., withhold=True)` runs the tool as ever and answers with its own result, but rolls its
+    transaction back instead of committing: the lying-success condition (harness/conditions/lying.py).
+    It is exact only for tools that write through the connection they are handed (an environment's
+    `transactional_tools`). A tool that honours idempotency keys claims the call's key and keeps its
+    answer in the same transaction (sandbox/tools/idempotency.py)."""
 
     def __init__(
         self, conninfo: str, tools: dict[str, Tool], acting_user_id: int, call_timeout_s: float = 30.0
@@ -127,7 +143,7 @@ class ToolBox:
             self._conn.execute(f"SET statement_timeout = {int(self.call_timeout_s * 1000)}")
         return self._conn
 
-    def call(self, name: str, args: Any) -> ToolResult:
+    def call(self, name: str, args: Any, withhold: bool = False) -> ToolResult:
         """Call one tool with parsed arguments (the run session's pipeline parses the model's text)."""
         tool = self.tools.get(name)
         if tool is None:
@@ -135,16 +151,30 @@ class ToolBox:
             return ToolResult(False, {"error": f"unknown tool {cut(repr(name))}; available: {available}"})
         try:
             check_args(tool.parameters, args)
+            key, args = idempotency.split_key(tool, args)
             conn = self._connection()
-            with conn.transaction():
+            withheld = False
+            with conn.transaction() as tx:
                 watchdog = _Watchdog(conn, self.call_timeout_s)
                 try:
-                    result = tool.handler(ToolContext(conn, self.acting_user_id), dict(args))
+                    replay = (
+                        idempotency.claim(conn, key, name, args, not withhold) if key is not None else None
+                    )
+                    if replay is None:
+                        result = tool.handler(ToolContext(conn, self.acting_user_id), dict(args))
+                        if key is not None and not withhold:
+                            idempotency.keep(conn, key, result)
+                    if withhold and replay is None:
+                        withheld = bool(conn.execute(_WROTE).fetchone()[0])  # type: ignore[index]
                 finally:
                     expired = watchdog.stop()
                 if expired:  # finished, but past the budget: its writes are rolled back all the same
                     raise psycopg.errors.QueryCanceled("the tool call ran past its budget")
-            return ToolResult(True, result)
+                if replay is not None:
+                    return ToolResult(True, replay.answer, replayed=True)
+                if withhold:
+                    raise psycopg.Rollback(tx)  # the answer stands; nothing the call wrote is committed
+            return ToolResult(True, result, withheld=withheld)
         except ToolError as exc:
             return ToolResult(False, {"error": str(exc)})
         except psycopg.errors.IntegrityError as exc:
