@@ -20,10 +20,10 @@ a call. The table is in the meta schema: never dumped.
 
 Idempotency keys (sandbox/tools/idempotency.py): `claim_key(key, tool, request, take)` claims a key for
 a call (or, without `take`, only looks it up), or returns what the key was first used for and the first
-call's answer; `keep_answer(key, answer)` stores
-that answer. Both run inside the tool call's own transaction, so a key is taken exactly when the call's
-writes commit (a call rolled back leaves its key free), and the keys live in the run database: one run's
-keys are never another's, and they outlast any tool-server restart. SECURITY DEFINER, as `note_call`: the
+call's answer; `keep_answer(key, answer)` stores that answer. Both run inside the tool call's own
+transaction, so a key is taken exactly when the call's writes commit (a call rolled back leaves its key
+free), and the keys live in the run database: one run's keys are never another's, and they outlast any
+tool-server restart. SECURITY DEFINER, as `note_call`: the
 run's role can use a key only by making the call.
 """
 
