@@ -163,7 +163,8 @@ def test_a_trusting_agent_fails_safe_where_it_passes_clean_and_a_verifying_one_p
     # The condition is declared in the manifest, with its parameters.
     manifest = json.loads((tmp_path / "verify" / "manifest.json").read_text())
     lies = {"share": 1.0, "times": 1, "mode": "skipped"}
-    assert manifest["conditions"] == [{"name": "lies", "noisy": None, "adversarial": None, "lying_success": lies}]
+    declared = {"name": "lies", "noisy": None, "adversarial": None, "lying_success": lies}
+    assert manifest["conditions"] == [declared]
 
 
 def test_the_built_in_condition_lies_to_some_runs_by_their_seed(sandbox, tmp_path):
