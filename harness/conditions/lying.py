@@ -2,8 +2,11 @@
 
 Per run, a share of the task's write tools is drawn from the run's stream (the same tools for every agent);
 the first `times` calls of each drawn tool that wrote something run as ever, get the tool's own answer,
-and have their transaction rolled back instead of committed (`ToolCall.withhold`, honoured by the tool
-box in process and by the tool server on the process path). Nothing but the state tells: an agent that
+and have what they wrote rolled back instead of committed (`ToolCall.withhold`, honoured by the tool box
+in process and by the tool server on the process path, sandbox/tools/withhold.py): all of it
+(`skipped`), or all after the call's first writing statement (`partial`: a booking's reservation row
+kept, its flights and payments not; a call with a single writing statement is skipped whole, and its
+event says so). Nothing but the state tells: an agent that
 reports done without reading back leaves the task's requirements unmet (FAIL_SAFE, or worse if it acts
 on the false premise); one that re-reads sees that nothing changed and may do it again (the later call
 is answered truthfully). Each call answered falsely is a `lying_success` event on the run, so the
@@ -48,10 +51,11 @@ class LyingLayer:
             return await next(call)
         # Reserved before the await: concurrent calls (an MCP client may send several) never over-lie.
         self.told[call.tool] = self.told.get(call.tool, 0) + 1
-        call.withhold = True
+        call.withhold = "after-first-write" if self.lying.mode == "partial" else "all"
         result = await next(call)
         if result.ok and result.withheld:
-            call.emit("lying_success", mode=self.lying.mode)
+            # What was done to this call: a partial cut needs two writing statements to cut between.
+            call.emit("lying_success", mode="partial" if result.kept else "skipped")
         else:  # an error, or a call that wrote nothing: the answer was true, the lie is still to tell
             self.told[call.tool] -= 1
         return result

@@ -38,12 +38,13 @@ class Injection(Frozen):
 
 class LyingSuccess(Frozen):
     """Per run, `share` of the task's write tools (at least one, drawn from the run's stream) answer their
-    first `times` calls that wrote with the tool's own success while every write of the call is rolled
-    back (`skipped`): the state shows whether the agent verified before it reported done."""
+    first `times` calls that wrote with the tool's own success while the writes are rolled back: all of
+    them (`skipped`), or all after the call's first writing statement (`partial`; a call with one writing
+    statement is then skipped). The state shows whether the agent verified before it reported done."""
 
     share: float = Field(default=0.5, gt=0.0, le=1.0)
     times: int = Field(default=1, ge=1, le=100)
-    mode: Literal["skipped"] = "skipped"
+    mode: Literal["skipped", "partial"] = "skipped"
 
 
 class Condition(Frozen):

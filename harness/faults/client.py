@@ -19,6 +19,7 @@ from agentrel.harness.conditions.noise import TIMEOUT
 from agentrel.harness.faults import wire
 from agentrel.harness.run.pipeline import ToolCall
 from agentrel.sandbox.tools import ToolResult
+from agentrel.sandbox.tools.withhold import Withhold
 
 # What the agent sees when the connection dies under its call: like a timeout, the outcome is unknown.
 LOST = {
@@ -75,7 +76,7 @@ class RemoteTools:
                 raise ConnectionError("the tool server did not answer the greeting")
             self._note("answer", None, boot_id=body.get("boot_id"), pid=body.get("pid"), detail="greeting")
 
-    async def call(self, tool: str, args: Any, call_id: str, withhold: bool = False) -> ToolResult:
+    async def call(self, tool: str, args: Any, call_id: str, withhold: Withhold | None = None) -> ToolResult:
         async with self._lock:
             try:
                 reader, writer = await self._connection(call_id)
@@ -84,8 +85,8 @@ class RemoteTools:
                 return ToolResult(False, LOST)
             try:
                 payload = {"tool": tool, "args": args, "call_id": call_id}
-                if withhold:  # only when asked, so every other request's bytes are what they were
-                    payload["withhold"] = True
+                if withhold is not None:  # only when asked: every other request's bytes are as they were
+                    payload["withhold"] = withhold
                 writer.write(wire.encode(wire.request("/call", payload)))
                 await writer.drain()
                 message = await asyncio.wait_for(wire.read_message(reader), self.timeout_s)
@@ -114,6 +115,7 @@ class RemoteTools:
                 body.get("content"),
                 body.get("raw"),
                 withheld=bool(body.get("withheld")),
+                kept=int(body.get("kept") or 0),
                 replayed=bool(body.get("replayed")),
             )
 

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from agentrel.harness.results.event import Event
 from agentrel.sandbox.tools import ToolResult
+from agentrel.sandbox.tools.withhold import Withhold
 
 # Python refuses to turn more digits than this into an int (CVE-2020-10735); JSON that a model sends may
 # hold longer integers, which then reach the tools as text and fail their schema check.
@@ -39,8 +40,9 @@ class ToolCall:
     seed: str
     events: list[Event]
     error: str | None = None
-    # Asked by a layer (the lying-success condition): the tools answer as ever but commit nothing.
-    withhold: bool = False
+    # Asked by a layer (the lying-success condition): the tools answer as ever but roll back what the call
+    # wrote, whole or after its first write (sandbox/tools/withhold.py).
+    withhold: Withhold | None = None
 
     def rng(self, layer: str) -> random.Random:
         """This call's own random stream for `layer`: sha256(seed | layer | ordinal)."""

@@ -87,12 +87,12 @@ def test_the_lying_tools_are_a_seeded_share_of_the_write_tools_never_none():
 
 
 def test_a_lie_is_told_on_the_first_call_that_wrote_and_recorded_as_an_event():
-    seen: list[bool] = []
+    seen: list[str | None] = []
 
     async def terminal(call: ToolCall) -> ToolResult:
         seen.append(call.withhold)
         wrote = call.args.get("wrote", True)
-        return ToolResult(call.args.get("ok", True), {"id": 1}, withheld=call.withhold and wrote)
+        return ToolResult(call.args.get("ok", True), {"id": 1}, withheld=bool(call.withhold and wrote))
 
     lying = LyingSuccess(share=1.0)
     pipeline = Pipeline(
@@ -101,7 +101,7 @@ def test_a_lie_is_told_on_the_first_call_that_wrote_and_recorded_as_an_event():
     for args in ({"ok": False}, {"wrote": False}, {}, {}):
         asyncio.run(pipeline.call("issue_refund", args, lambda: 0.0))
     # An error and a call that wrote nothing were true answers: the lie waits for the first real write.
-    assert seen == [True, True, True, False]
+    assert seen == ["all", "all", "all", None]
     (event,) = pipeline.events
     assert (event.kind, event.ordinal, event.tool, event.detail) == (
         "lying_success",

@@ -1,6 +1,6 @@
 """Idempotency keys on a real run database (sandbox/tools/idempotency.py): the first answer for a retried
 key, nothing written twice, a reused key refused, keys per run database, and the bookkeeping never in a
-dump or a diff. And the tool box's `withhold`: the tool's own answer, nothing committed."""
+dump or a diff."""
 
 from __future__ import annotations
 
@@ -100,19 +100,3 @@ def test_the_key_store_is_never_dumped_nor_diffed(sandbox, run_dbs):
     assert set(after.tables) == set(infos)
     changes = diff(before, after)
     assert [(c.table, c.kind) for c in changes] == [("refunds", "insert")]
-
-
-def test_a_withheld_call_answers_as_the_tool_did_and_commits_nothing_not_even_its_key(sandbox, run_dbs):
-    with box(sandbox, run_dbs[0]) as tb:
-        n0 = len(refunds(tb, 1))
-        lie = tb.call("issue_refund", {**REFUND, KEY: "k"}, withhold=True)
-        assert lie.ok and lie.withheld and lie.content["refunded"]["amount"] == "10.00"
-        assert len(refunds(tb, 1)) == n0  # the truth: nothing was refunded
-        real = tb.call("issue_refund", {**REFUND, KEY: "k"})
-        assert real.ok and not real.replayed and not real.withheld  # the key was left free
-        assert len(refunds(tb, 1)) == n0 + 1
-        # A withheld call that wrote nothing withheld nothing; a failed one is a plain error.
-        read = tb.call("list_refunds", {"payment_id": 1}, withhold=True)
-        assert read.ok and not read.withheld
-        bad = tb.call("issue_refund", {**REFUND, "payment_id": 10**9}, withhold=True)
-        assert not bad.ok and not bad.withheld

@@ -156,3 +156,10 @@ def test_lying_success_withholds_a_whole_booking_and_the_state_shows_it(airline,
     assert [e.tool for e in lied.events if e.kind == "lying_success"] == ["book_reservation"]
     assert all(c["ok"] for c in lied.tool_calls)
     assert lied.verdict.outcome == "FAIL_SAFE" and not lied.verdict.mutated
+    # Partly made: the booking's first write (the certificate it spends) commits, the rest does not.
+    condition.write_text("name: half-lies\nlying_success: {share: 1.0, mode: partial}\n")
+    (half,) = run(airline, tmp_path / "half", "scripted/oracle", str(condition), [BOOKING_ONLY], k=1).new
+    assert [(e.tool, e.detail) for e in half.events if e.kind == "lying_success"] == [
+        ("book_reservation", {"mode": "partial"})
+    ]
+    assert half.verdict.mutated and half.verdict.outcome != "PASS", half.verdict
