@@ -57,7 +57,10 @@ def serve(
         Path | None, typer.Option("--verdict-out", help="Also write the verdict JSON to this file.")
     ] = None,
     condition: Annotated[
-        str, typer.Option("--condition", help="clean, noisy, or a YAML file declaring a condition.")
+        str,
+        typer.Option(
+            "--condition", help="clean, noisy, lying-success, or a YAML file declaring a condition."
+        ),
     ] = "clean",
     run_index: Annotated[
         int,
