@@ -89,3 +89,27 @@ def test_a_lie_on_the_process_path_commits_nothing_and_leaves_no_commit_evidence
     refunds = [call_id.rsplit(":", 1)[-1] for call_id, tool, _ in commits if tool == "issue_refund"]
     assert refunds == ["3"]
     assert verdict.outcome == "PASS"  # type: ignore[attr-defined]
+
+
+def test_a_key_outlives_the_tool_server_that_took_it(sandbox, double_charge):
+    """Keys live in the run database, not in the server process: after a restart (a new server process,
+    the old one stopped), the same keyed call is answered by the new server from the key, not redone."""
+
+    async def run() -> tuple[object, object, list[str], int]:
+        async with RunSession(sandbox, double_charge, seed="s", remote=True) as session:
+            rig = session.rig
+            assert rig is not None
+            first = await session.call("issue_refund", {**REFUND, "idempotency_key": "refund-1"})
+            old = rig.server
+            await rig.replace_server()
+            await asyncio.to_thread(old.close)
+            again = await session.call("issue_refund", {**REFUND, "idempotency_key": "refund-1"})
+            boots = [e.boot_id for e in rig.client.answers() if e.call_id is not None]
+            seen = await session.call("list_refunds", {"payment_id": 10303})
+            await session.finish(RunFacts(final_message="done"))
+        return first, again, boots, seen.content["total"]
+
+    first, again, boots, total = asyncio.run(run())
+    assert first.ok and again.ok and again.replayed and again.text() == first.text()  # type: ignore[attr-defined]
+    assert boots[0] != boots[1]  # two server processes answered
+    assert total == 1
