@@ -113,3 +113,22 @@ def test_a_key_outlives_the_tool_server_that_took_it(sandbox, double_charge):
     assert first.ok and again.ok and again.replayed and again.text() == first.text()  # type: ignore[attr-defined]
     assert boots[0] != boots[1]  # two server processes answered
     assert total == 1
+
+
+def test_keys_on_tools_that_write_outside_their_call_are_refused_before_any_run(sandbox, monkeypatch):
+    """The attack: an environment declares keys on tools that write through a connection of their own;
+    the key would commit apart from the write, and a retry could act twice under a key that says it did
+    not. The task is refused when it is prepared, naming the environment and the tools."""
+    import pytest
+
+    from agentrel.harness.errors import UserError
+    from agentrel.harness.run.episode import prepare
+    from agentrel.harness.tasks import load_suite
+
+    task = load_suite(patterns=[TASK])[0]
+    monkeypatch.setattr(type(sandbox.env), "transactional_tools", False)
+    with pytest.raises(UserError) as err:
+        prepare(sandbox, task)
+    message = str(err.value)
+    assert "environment agentrel-enterprise" in message and "add_work_note, issue_refund" in message
+    assert "\n" not in message
