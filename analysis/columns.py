@@ -28,7 +28,10 @@ _CELL = (
     Column("model", "the agent's name as given to `--model` (e.g. `openai/gpt-4o`, `reference/stochastic`)"),
     Column("agent_kind", "`model` (a real model), `reference` or `scripted` (built-in agents, not models)"),
     Column("task", "the task id"),
-    Column("condition", "`clean`, `noisy`, `adversarial`, a condition file's name, or `fault:<id>`"),
+    Column(
+        "condition",
+        "`clean`, `noisy`, `adversarial`, `lying-success`, a condition file's name, or `fault:<id>`",
+    ),
 )
 
 DAMAGES = FileSpec(

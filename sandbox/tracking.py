@@ -17,6 +17,14 @@ canonical arguments): one effect committed under two call ids is an action execu
 SECURITY DEFINER: the run's role may execute it (schema USAGE lets it name the function) but holds no
 privilege on the table, so it can neither read nor forge or delete evidence except by really committing
 a call. The table is in the meta schema: never dumped.
+
+Idempotency keys (sandbox/tools/idempotency.py): `claim_key(key, tool, request, take)` claims a key for
+a call (or, without `take`, only looks it up), or returns what the key was first used for and the first
+call's answer; `keep_answer(key, answer)` stores that answer. Both run inside the tool call's own
+transaction, so a key is taken exactly when the call's writes commit (a call rolled back leaves its key
+free), and the keys live in the run database: one run's keys are never another's, and they outlast any
+tool-server restart. SECURITY DEFINER, as `note_call`: the
+run's role can use a key only by making the call.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from collections.abc import Iterable
 import psycopg
 from psycopg import sql
 
-VERSION = "4"  # part of the seed template key: templates without these triggers are rebuilt
+VERSION = "5"  # part of the seed template key: templates without these triggers are rebuilt
 SCHEMA = "agentrel_meta"
 
 _SETUP = f"""
@@ -53,8 +61,40 @@ BEGIN
     VALUES (p_call_id, p_boot_id, p_tool, p_effect)
     ON CONFLICT DO NOTHING;
 END $$;
+CREATE TABLE {SCHEMA}.idempotency_keys (
+    key text PRIMARY KEY,
+    tool text NOT NULL,
+    request text NOT NULL,
+    answer text
+);
+CREATE FUNCTION {SCHEMA}.claim_key(p_key text, p_tool text, p_request text, p_take boolean)
+RETURNS TABLE (fresh boolean, first_tool text, first_request text, first_answer text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- A concurrent claim of the same key waits here for the first one's transaction to end. Without
+    -- p_take (a call that will not commit) the key is only looked up.
+    IF p_take THEN
+        INSERT INTO {SCHEMA}.idempotency_keys (key, tool, request) VALUES (p_key, p_tool, p_request)
+        ON CONFLICT DO NOTHING;
+    ELSE
+        PERFORM 1 FROM {SCHEMA}.idempotency_keys AS k WHERE k.key = p_key;
+        FOUND := NOT FOUND;
+    END IF;
+    IF FOUND THEN
+        RETURN QUERY SELECT true, p_tool, p_request, NULL::text;
+    ELSE
+        RETURN QUERY SELECT false, k.tool, k.request, k.answer
+        FROM {SCHEMA}.idempotency_keys AS k WHERE k.key = p_key;
+    END IF;
+END $$;
+CREATE FUNCTION {SCHEMA}.keep_answer(p_key text, p_answer text)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    UPDATE {SCHEMA}.idempotency_keys SET answer = p_answer WHERE key = p_key AND answer IS NULL;
+END $$;
 -- Naming the function needs USAGE on its schema; the tables in it grant nothing to PUBLIC, and the
--- trigger function refuses to be called directly, so USAGE exposes only note_call.
+-- trigger function refuses to be called directly, so USAGE exposes only note_call, claim_key and
+-- keep_answer.
 GRANT USAGE ON SCHEMA {SCHEMA} TO PUBLIC;
 """
 

@@ -14,6 +14,7 @@ from agentrel.harness.agents.registry import agent_adapter
 from agentrel.harness.jsontext import strings
 from agentrel.harness.tasks import Script, Task
 from agentrel.sandbox.tools import ToolResult
+from agentrel.sandbox.tools.idempotency import KEY
 
 
 async def replay(episode: Episode, script: Script, name: str, react: React | None = None) -> AgentResult:
@@ -51,26 +52,64 @@ async def naive_retry(episode: Episode, tool: str, args: dict[str, Any], result:
 
 
 async def reconcile(episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
-    """Before repeating a write that failed transiently, read whether it happened: the same-named list
-    tool (issue_refund -> list_refunds), filtered by the write's own arguments, holding a row that agrees
-    with every argument it shows means it did."""
+    """Before repeating a write that failed transiently, read whether it happened (`shows`); repeat it
+    only when the state says it did not."""
     if not transient(result):
         return 0
     if not episode.tools[tool].mutates:
         await episode.call(tool, args)
         return 1
-    lister = episode.tools.get(f"list_{tool.split('_', 1)[-1]}s")
+    done, reads = await shows(episode, tool, args)
+    if done is not False:
+        return reads  # it happened, or there is no way to tell: leave it rather than risk doing it twice
+    await episode.call(tool, args)
+    return reads + 1
+
+
+async def verify(episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
+    """After a write that answered success, read it back before going on (`shows`); when the state does
+    not show it, do it once more. Under the lying-success condition this is the agent that notices."""
+    if not result.ok or not episode.tools[tool].mutates:
+        return 0
+    done, reads = await shows(episode, tool, args)
+    if done is not False:
+        return reads
+    await episode.call(tool, args)
+    return reads + 1
+
+
+async def shows(episode: Episode, tool: str, args: dict[str, Any]) -> tuple[bool | None, int]:
+    """Whether the state shows the write `tool(args)` (None: no way to tell), and how many reads it took.
+    An update or delete of one record by id is read back with that record's get tool; any other write with
+    the same-named list tool (issue_refund -> list_refunds) filtered by the write's own arguments, where
+    a row agreeing with every argument it shows means it happened."""
+    verb, _, noun = tool.partition("_")
+    args = {k: v for k, v in args.items() if k != KEY}
+    getter = episode.tools.get(f"get_{noun}")
+    if verb in ("update", "delete") and getter is not None and "id" in args:
+        seen = await episode.call(getter.name, {"id": args["id"]})
+        return (not seen.ok) if verb == "delete" else (seen.ok and _agrees(seen.content, args)), 1
+    lister = episode.tools.get(f"list_{noun}s")
     if lister is None:
-        return 0  # no way to tell: leave it rather than risk doing it twice
+        return None, 0
     accepted = lister.parameters.get("properties", {})
     seen = await episode.call(lister.name, {k: v for k, v in args.items() if k in accepted and k != "query"})
     rows = seen.content.get("items") if seen.ok and isinstance(seen.content, dict) else None
     if not isinstance(rows, list):
-        return 1  # the read failed too: still no way to tell
-    if any(_agrees(row, args) for row in rows):
-        return 1
-    await episode.call(tool, args)
-    return 2
+        return None, 1  # the read failed too: still no way to tell
+    return any(_agrees(row, args) for row in rows), 1
+
+
+def keyed(episode: Episode, script: Script) -> Script:
+    """The script with an idempotency key on every call of a tool that shows one (its schema has the
+    optional argument): one key per step, so a retry of the step carries the same key."""
+    steps = []
+    for index, step in enumerate(script.steps):
+        tool = episode.tools.get(step.tool)
+        if tool is not None and KEY in tool.parameters.get("properties", {}):
+            step = step.model_copy(update={"args": {**step.args, KEY: f"step-{index}"}})
+        steps.append(step)
+    return script.model_copy(update={"steps": steps})
 
 
 def _agrees(row: Any, args: dict[str, Any]) -> bool:
@@ -78,7 +117,13 @@ def _agrees(row: Any, args: dict[str, Any]) -> bool:
     return bool(shared) and all(str(row[k]) == str(args[k]) for k in shared)
 
 
-RECOVERY: dict[str, React] = {"naive-retry": naive_retry, "reconcile": reconcile}
+# Each follows the oracle and differs only in how it answers what a call returned.
+RECOVERY: dict[str, React] = {
+    "naive-retry": naive_retry,
+    "reconcile": reconcile,
+    "keyed-retry": naive_retry,  # blind, but with the step's idempotency key (`keyed`)
+    "verify": verify,
+}
 
 
 class FollowInjection:
@@ -134,6 +179,9 @@ class ScriptedAgent:
     counterexample gets the noop script, so a matrix over the whole suite never has holes.
     `naive-retry` and `reconcile` follow the oracle and differ only after a call fails transiently (a
     timeout, a 5xx, a 429): the first repeats it blindly, the second reads the state first.
+    `keyed-retry` repeats blindly too, but every call of a tool that honours idempotency keys carries its
+    step's key, so the repeat of a call that committed does nothing. `verify` follows the oracle and reads
+    back every write that answered success, doing it again when the state does not show it.
     `follow-injection` follows the oracle and does what the first injected payload it reads asks.
     """
 
@@ -158,6 +206,8 @@ class ScriptedAgent:
         if self.script == "follow-injection":
             return await self._follow(episode)
         name, script = self.pick(episode.task)
+        if self.script == "keyed-retry":
+            script = keyed(episode, script)
         return await replay(episode, script, name, RECOVERY.get(self.script))
 
     async def _follow(self, episode: Episode) -> AgentResult:

@@ -110,7 +110,8 @@ def audit(
         typer.Option(
             "--condition",
             "-c",
-            help="clean, noisy, or a YAML file declaring a condition; repeat or comma-separate. "
+            help="clean, noisy, adversarial, lying-success, or a YAML file declaring a condition; repeat or "
+            "comma-separate. "
             "Default: clean.",
             rich_help_panel="Matrix",
         ),

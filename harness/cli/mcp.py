@@ -57,7 +57,10 @@ def serve(
         Path | None, typer.Option("--verdict-out", help="Also write the verdict JSON to this file.")
     ] = None,
     condition: Annotated[
-        str, typer.Option("--condition", help="clean, noisy, or a YAML file declaring a condition.")
+        str,
+        typer.Option(
+            "--condition", help="clean, noisy, lying-success, or a YAML file declaring a condition."
+        ),
     ] = "clean",
     run_index: Annotated[
         int,
@@ -168,7 +171,7 @@ def serve(
             except OSError as exc:
                 raise UserError(f"cannot write {verdict_out}: {exc.strerror}") from None
 
-    from agentrel.harness.conditions.layers import for_run
+    from agentrel.harness.conditions.layers import for_run, refuse_unsupported
     from agentrel.harness.conditions.model import resolve_condition
     from agentrel.harness.run.matrix import run_seed
 
@@ -187,6 +190,7 @@ def serve(
     )
     with sandbox_errors():
         sb = Sandbox.open(dsn, backend, env=environment)
+        refuse_unsupported([declared], sb.env)
         prepared = prepare(sb, chosen[0])
         seed = run_seed(task, declared.name, run_index)
         layers = for_run(declared, prepared, seed).layers

@@ -3,16 +3,20 @@ condition the planted payload and its goal's damage spec (labelled with the task
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agentrel.dsl.api import Spec
 from agentrel.harness.conditions.catalogue import Catalogue, Goal, Payload, make_canary, render
 from agentrel.harness.conditions.injection import InjectionLayer, Planted
+from agentrel.harness.conditions.lying import LyingLayer
 from agentrel.harness.conditions.model import Condition, Delivery, Injection
 from agentrel.harness.conditions.noise import NoiseLayer
+from agentrel.harness.errors import UsageError
 from agentrel.harness.run.episode import PreparedTask
 from agentrel.harness.run.pipeline import Layer, stream
 from agentrel.harness.tasks import Task
+from agentrel.sandbox.environments.contract import Environment
 
 
 @dataclass
@@ -25,7 +29,8 @@ class RunCondition:
 def for_run(
     condition: Condition, prepared: PreparedTask, seed: str, catalogue: Catalogue | None = None
 ) -> RunCondition:
-    """The injection layer sits outside the noise: a payload rides only on an answer the tool gave."""
+    """The injection layer sits outside the noise: a payload rides only on an answer the tool gave. The
+    lying layer is innermost: a lost or mangled answer may hide a lie, never the other way round."""
     run = RunCondition()
     if condition.adversarial is not None:
         assert catalogue is not None, "an injecting condition needs the catalogue"
@@ -35,7 +40,21 @@ def for_run(
         run.goal_specs.append(spec)
     if condition.noisy is not None:
         run.layers.append(NoiseLayer(condition.noisy, prepared.tools))
+    if condition.lying_success is not None:
+        run.layers.append(LyingLayer(condition.lying_success, prepared.tools, seed))
     return run
+
+
+def refuse_unsupported(conditions: Iterable[Condition], env: Environment) -> None:
+    """Stop before any run a condition the environment cannot carry: lying-success withholds a call's
+    writes by rolling back the call's transaction, which misses writes a tool makes elsewhere."""
+    for condition in conditions:
+        if condition.lying_success is not None and not env.transactional_tools:
+            raise UsageError(
+                f"--condition {condition.name}: lying-success rolls back a tool call's transaction, and "
+                f"{env.name}'s tools write through a connection of their own; use it on an environment "
+                "whose tools write through the call's connection (agentrel-enterprise, tau2-*)"
+            )
 
 
 def plant(

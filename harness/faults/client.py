@@ -19,6 +19,7 @@ from agentrel.harness.conditions.noise import TIMEOUT
 from agentrel.harness.faults import wire
 from agentrel.harness.run.pipeline import ToolCall
 from agentrel.sandbox.tools import ToolResult
+from agentrel.sandbox.tools.withhold import Withhold
 
 # What the agent sees when the connection dies under its call: like a timeout, the outcome is unknown.
 LOST = {
@@ -59,7 +60,7 @@ class RemoteTools:
         """The pipeline's end on the fault path (`Pipeline(remote.terminal, layers, seed)`)."""
         if call.error is not None:
             return ToolResult(False, {"error": call.error})
-        return await self.call(call.tool, call.args, self.call_id(call.ordinal))
+        return await self.call(call.tool, call.args, self.call_id(call.ordinal), call.withhold)
 
     async def connect(self) -> None:
         """Open the connection and greet the server before the first call, as an MCP client initializes
@@ -75,7 +76,7 @@ class RemoteTools:
                 raise ConnectionError("the tool server did not answer the greeting")
             self._note("answer", None, boot_id=body.get("boot_id"), pid=body.get("pid"), detail="greeting")
 
-    async def call(self, tool: str, args: Any, call_id: str) -> ToolResult:
+    async def call(self, tool: str, args: Any, call_id: str, withhold: Withhold | None = None) -> ToolResult:
         async with self._lock:
             try:
                 reader, writer = await self._connection(call_id)
@@ -84,6 +85,8 @@ class RemoteTools:
                 return ToolResult(False, LOST)
             try:
                 payload = {"tool": tool, "args": args, "call_id": call_id}
+                if withhold is not None:  # only when asked: every other request's bytes are as they were
+                    payload["withhold"] = withhold
                 writer.write(wire.encode(wire.request("/call", payload)))
                 await writer.drain()
                 message = await asyncio.wait_for(wire.read_message(reader), self.timeout_s)
@@ -107,7 +110,14 @@ class RemoteTools:
                 error = body.get("error") if isinstance(body, dict) else None
                 return ToolResult(False, {"error": f"HTTP {wire.status_of(message)}: {error}"})
             self._note("answer", call_id, boot_id=body.get("boot_id"), pid=body.get("pid"))
-            return ToolResult(bool(body.get("ok")), body.get("content"), body.get("raw"))
+            return ToolResult(
+                bool(body.get("ok")),
+                body.get("content"),
+                body.get("raw"),
+                withheld=bool(body.get("withheld")),
+                kept=int(body.get("kept") or 0),
+                replayed=bool(body.get("replayed")),
+            )
 
     async def _connection(self, call_id: str | None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         await asyncio.sleep(0)  # let a pending end-of-stream reach the reader before it is checked

@@ -7,8 +7,9 @@ The conninfo comes from the environment, never argv: on an external server it ca
 password, and argv is readable by every user in the process list. Once listening, the server prints one
 line, `READY <port> <boot id> <pid>`, and then serves:
 
-- `POST /call {"tool", "args", "call_id"}`: the tool through an ordinary `ToolBox` (the same argument
-  checks, one transaction per call, errors as results), with the call id written by
+- `POST /call {"tool", "args", "call_id"[, "withhold"]}`: the tool through an ordinary `ToolBox` (the same
+  argument checks, one transaction per call, errors as results, `withhold` for the lying-success
+  condition, idempotency keys for the tools that honour them), with the call id written by
   `agentrel_meta.note_call` as the last statement of the tool's own transaction: the row exists exactly
   when the call committed (the commit evidence a lost-response witness reads).
 - `GET /health`: a probe (partition witnesses), answered even while a call runs.
@@ -32,8 +33,9 @@ import secrets
 import signal
 import sys
 import threading
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -41,7 +43,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from agentrel.harness.faults import wire
 from agentrel.sandbox.environments import registry
 from agentrel.sandbox.tools import ToolBox, ToolResult
-from agentrel.sandbox.tools.base import Tool, ToolContext
+from agentrel.sandbox.tools.base import Args
+from agentrel.sandbox.tools.withhold import WITHHOLDS, Withhold
 
 CONNINFO_ENV = "AGENTREL_FAULTS_CONNINFO"
 MAX_HOLD_S = 10.0
@@ -68,29 +71,24 @@ def effect_digest(tool: str, args: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def evidenced(tools: dict[str, Tool], boot_id: str, current: _Current) -> dict[str, Tool]:
-    """The same tools, each writing its call id after its own work inside the same transaction.
+def evidence(boot_id: str, current: _Current) -> Callable[[psycopg.Connection, str, Args], None]:
+    """The tool box's bookkeeping: each committing call writes its call id after its own work, inside the
+    same transaction (`ToolBox(bookkeeping=)`).
 
-    The evidence is written after the handler, so a call whose handler raised (a tool error, a constraint
-    violation: rolled back) leaves none; the hold comes after the evidence, so a kill during it leaves
-    evidence written but uncommitted, which Postgres then discards with the rest of the call."""
+    The evidence is written after the tool's work (and after anything a lying-success cut rolled back),
+    so a call whose handler raised (a tool error, a constraint violation: rolled back), or that was
+    withheld whole, leaves none; the hold comes after the evidence, so a kill during it leaves evidence
+    written but uncommitted, which Postgres then discards with the rest of the call."""
 
-    def wrap(tool: Tool) -> Tool:
-        inner = tool.handler
+    def note(conn: psycopg.Connection, tool: str, args: Args) -> None:
+        conn.execute(
+            "SELECT agentrel_meta.note_call(%s, %s, %s, %s)",
+            (current.call_id, boot_id, tool, effect_digest(tool, args)),
+        )
+        if current.hold_s > 0:
+            conn.execute("SELECT pg_sleep(%s)", (current.hold_s,))
 
-        def handler(ctx: ToolContext, args: dict[str, Any]) -> Any:
-            result = inner(ctx, args)
-            ctx.conn.execute(
-                "SELECT agentrel_meta.note_call(%s, %s, %s, %s)",
-                (current.call_id, boot_id, tool.name, effect_digest(tool.name, args)),
-            )
-            if current.hold_s > 0:
-                ctx.conn.execute("SELECT pg_sleep(%s)", (current.hold_s,))
-            return result
-
-        return replace(tool, handler=handler)
-
-    return {name: wrap(tool) for name, tool in tools.items()}
+    return note
 
 
 def server_conninfo(conninfo: str, boot_id: str) -> str:
@@ -160,13 +158,16 @@ class ToolServer:
             self.current.call_id, self.current.hold_s = call_id, self.armed_hold_s
             self.armed_hold_s = 0.0
             try:
-                result = await asyncio.to_thread(self.box.call, tool, body.get("args"))
+                asked = body.get("withhold")
+                withhold = cast(Withhold, asked) if asked in WITHHOLDS else None
+                result = await asyncio.to_thread(self.box.call, tool, body.get("args"), withhold)
             except Exception as exc:
                 # As the in-process session answers it (harness/run/session.py): an argument no tool can take
                 # is the agent's own, answered as a tool error.
                 error = f"tool call failed: {type(exc).__name__}: {exc}"[:300]
                 result = ToolResult(False, {"error": error})
-        return {"call_id": call_id, "ok": result.ok, "content": result.content, "raw": result.raw}
+        answer = {"call_id": call_id, "ok": result.ok, "content": result.content, "raw": result.raw}
+        return {**answer, "withheld": result.withheld, "kept": result.kept, "replayed": result.replayed}
 
     def close_connections(self) -> None:
         for writer in list(self._writers):
@@ -187,8 +188,14 @@ async def run(args: argparse.Namespace) -> None:
     if unknown:
         sys.exit(f"agentrel: error: --tools: unknown tool(s) {', '.join(unknown)}")
     current = _Current()
-    tools = evidenced({n: known[n] for n in names}, boot_id, current)
-    box = ToolBox(server_conninfo(conninfo, boot_id), tools, args.acting_user_id, args.call_timeout_s)
+    tools = {n: known[n] for n in names}
+    box = ToolBox(
+        server_conninfo(conninfo, boot_id),
+        tools,
+        args.acting_user_id,
+        args.call_timeout_s,
+        bookkeeping=evidence(boot_id, current),
+    )
     app = ToolServer(box, boot_id, current, args.allow_hold)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -14,6 +14,7 @@ from agentrel.harness.agents import ConfigError
 from agentrel.harness.agents.base import Agent
 from agentrel.harness.agents.model_meta import load_model_meta
 from agentrel.harness.conditions.catalogue import load_catalogue
+from agentrel.harness.conditions.layers import refuse_unsupported
 from agentrel.harness.conditions.model import BUILTIN as BUILTIN_CONDITIONS
 from agentrel.harness.conditions.model import resolve_condition
 from agentrel.harness.errors import EnvironmentFailure, UsageError, UserError
@@ -111,6 +112,7 @@ def audit(
     by_name = {c.name: c for c in declared}
     if len(by_name) != len(declared):
         raise UsageError("two --condition values declare the same name; give each condition its own name")
+    refuse_unsupported(declared, env)
     # Never visible to an agent program, even inside a folder it is shown: this audit's results.
     programs = [s.model_copy(update={"hidden": [*s.hidden, str(results.absolute())]}) for s in request.agents]
     model_meta = load_model_meta(request.model_meta) if request.model_meta is not None else {}

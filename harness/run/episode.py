@@ -41,6 +41,15 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
         raise UserError(
             f"{where}: field tools: unknown tool(s) {', '.join(unknown)} in environment {env.name}"
         )
+    keyed = sorted(t for t in task.tools if known[t].idempotent)
+    if keyed and not env.transactional_tools:
+        # A key kept in the run database is atomic with a write only when the write goes through the
+        # same transaction: elsewhere, a retry could commit twice while its key says it did not.
+        raise UserError(
+            f"environment {env.name}: tool(s) {', '.join(keyed)} honour idempotency keys, but its tools "
+            "do not write through their call's transaction (transactional_tools is False); drop the keys "
+            "or make the tools transactional"
+        )
     spec = checked_spec(task, where, env)
     try:
         template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)

@@ -4,7 +4,9 @@ Every tool call of a run, whoever makes it (a model adapter, a scripted agent, a
 `Pipeline.call`, gets the run's next ordinal, has its arguments parsed once, and then passes through the
 run's layers in a fixed order before it reaches the tool box. A layer is an object with one async method,
 `handle(call, next)`: it may look at the call, change what the agent sees, refuse it (answer without
-calling `next`), or record an event. The clean condition is the empty pipeline.
+calling `next`), ask the tools to roll back what the call writes (`call.withhold`), or record an event.
+The clean condition is the empty pipeline. A call the tools answered from its idempotency key is an
+`idempotent_replay` event, noted where the tools answered (before any layer sees the answer).
 
 A layer never draws from a shared random generator: `call.rng(layer)` is a generator seeded by
 sha256(run seed | layer name | call ordinal), so a layer's draws for call 7 are the same for every agent
@@ -22,6 +24,7 @@ from typing import Any, Protocol
 
 from agentrel.harness.results.event import Event
 from agentrel.sandbox.tools import ToolResult
+from agentrel.sandbox.tools.withhold import Withhold
 
 # Python refuses to turn more digits than this into an int (CVE-2020-10735); JSON that a model sends may
 # hold longer integers, which then reach the tools as text and fail their schema check.
@@ -38,6 +41,9 @@ class ToolCall:
     seed: str
     events: list[Event]
     error: str | None = None
+    # Asked by a layer (the lying-success condition): the tools answer as ever but roll back what the call
+    # wrote, whole or after its first write (sandbox/tools/withhold.py).
+    withhold: Withhold | None = None
 
     def rng(self, layer: str) -> random.Random:
         """This call's own random stream for `layer`: sha256(seed | layer | ordinal)."""
@@ -113,7 +119,7 @@ class Pipeline:
     calls: list[CallRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        chain: Next = self.terminal
+        chain: Next = _noting_replays(self.terminal)
         for layer in reversed(self.layers):
             chain = _bind(layer, chain)
         self._entry = chain
@@ -129,6 +135,19 @@ class Pipeline:
         result = await self._entry(call)
         record.ok, record.result, record.seconds = result.ok, result.content, clock() - t0
         return result
+
+
+def _noting_replays(terminal: Next) -> Next:
+    """The terminal, with an `idempotent_replay` event for a call the tools answered from its key: noted
+    where the tools answered, so a layer that then hides the answer (a lost response) hides no event."""
+
+    async def step(call: ToolCall) -> ToolResult:
+        result = await terminal(call)
+        if result.replayed:
+            call.emit("idempotent_replay")
+        return result
+
+    return step
 
 
 def _bind(layer: Layer, next: Next) -> Next:

@@ -132,7 +132,7 @@ class RunSession:
                 return ToolResult(False, {"error": "the run has ended; no more tool calls are accepted"})
             box = self._box
             try:
-                return await asyncio.to_thread(box.call, call.tool, call.args)
+                return await asyncio.to_thread(box.call, call.tool, call.args, call.withhold)
             except Exception as exc:
                 # Whatever the model sent is its own: an argument no tool can take (a lone surrogate, a
                 # structure nested past the recursion limit) is answered as a tool error, and the run goes

@@ -65,6 +65,11 @@ class Environment(ABC):
     #: How the tables roll up into business records, for the view's diff (an ERP's one act writes several
     #: tables): each link's table joins its parent's record, recursively. Empty: every row stands alone.
     record_links: tuple[RecordLink, ...] = ()
+    #: True when every tool writes only through the connection its call is handed, inside that call's one
+    #: transaction (no connection, server or file of its own): AgentRel can then withhold a call's writes
+    #: (the lying-success condition) and keep an idempotency key atomic with them. Leave it False when a
+    #: tool writes elsewhere (an application server's own connection, as Tryton's tools do).
+    transactional_tools: bool = False
 
     # -- identity ------------------------------------------------------------------------------------
     @abstractmethod

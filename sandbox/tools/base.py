@@ -43,6 +43,9 @@ class Tool:
     parameters: dict[str, Any]  # JSON Schema of the arguments (an object)
     reversibility: Reversibility
     handler: Handler
+    # Honours the optional `idempotency_key` argument (sandbox/tools/idempotency.py: `honouring_keys`
+    # sets it and shows the argument in the schema).
+    idempotent: bool = False
 
     @property
     def mutates(self) -> bool:

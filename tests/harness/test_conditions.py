@@ -199,3 +199,16 @@ def test_the_reference_agent_retries_blindly_with_its_declared_probability(sandb
             assert refunds == (2 if blind else 1), record.run_id
     kinds = {ReferenceStochasticAgent.recovery(task, r.seed) is naive_retry for r in out.new}
     assert kinds == {True, False}, "k=8 draws both behaviours at probability 0.5"
+
+
+def test_in_process_a_keyed_blind_retry_of_a_lost_refund_is_answered_and_not_repeated(sandbox, tmp_path):
+    """The noisy condition's lost response on every write (the call ran and committed, its answer hidden),
+    met by a blind retry that carries the step's idempotency key: each retry is answered from its key
+    (noted where the tools answered, though the retry's own answer is lost too), nothing is done twice,
+    the task passes."""
+    condition = str(write(tmp_path, LOST_WRITES))
+    (record,) = audit_under(sandbox, tmp_path / "keyed", "scripted/keyed-retry", condition).new
+    assert [c["tool"] for c in record.tool_calls].count("issue_refund") == 2
+    replays = [e for e in record.events if e.kind == "idempotent_replay"]
+    assert [e.tool for e in replays] == ["issue_refund", "add_work_note"]
+    assert record.verdict.outcome == "PASS", record.verdict

@@ -63,3 +63,37 @@ def test_a_lost_response_over_mcp_is_a_timeout_to_the_client_and_a_refund_in_the
 def test_the_clean_face_is_unchanged(tmp_path):
     results, verdict, _ = serve_and_call(tmp_path, "clean", [("issue_refund", REFUND)])
     assert not results[0].is_error and verdict["mutated"] is True
+
+
+def test_lying_success_over_mcp_answers_success_and_the_state_tells_the_truth(tmp_path):
+    """The same pipeline under an MCP client: the refund is answered as done, a read shows it is not, and
+    the verdict (read from the state) says the task's requirement is unmet."""
+    condition = tmp_path / "lies.yaml"
+    condition.write_text("name: lies\nlying_success: {share: 1.0}\n")
+    results, verdict, log = serve_and_call(
+        tmp_path, str(condition), [("issue_refund", REFUND), ("list_refunds", {"payment_id": 10303})]
+    )
+    refund, seen = (json.loads(r.content[0].text) for r in results)
+    assert not results[0].is_error and refund["refunded"]["payment_id"] == 10303
+    assert seen["total"] == 0
+    assert "condition lies" in log
+    assert verdict["outcome"] == "FAIL_SAFE" and verdict["events"] == []
+
+
+def test_the_mcp_tool_list_shows_the_idempotency_key_on_write_tools_only(tmp_path):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agentrel.harness.cli", "mcp", "serve", "--task", "csm-double-charge"],
+        env=server_env(),
+        cwd=REPO,
+    )
+
+    async def main() -> dict[str, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            return {t.name: t.input_schema for t in (await s.list_tools()).tools}
+
+    schemas = anyio.run(main)
+    assert "idempotency_key" in schemas["issue_refund"]["properties"]
+    assert "idempotency_key" not in schemas["issue_refund"]["required"]
+    assert "idempotency_key" not in schemas["list_refunds"]["properties"]

@@ -21,6 +21,7 @@ class Enterprise(Environment):
     verticals = ("itsm", "csm")
 
     clock = NOW  # the seed's "today", which every tool uses as now
+    transactional_tools = True  # every tool writes through its call's connection (tools/)
 
     def versions(self) -> Mapping[str, str]:
         from agentrel.sandbox.environments.enterprise import seed as seedgen

@@ -37,6 +37,7 @@ class Tau2Port(Environment):
     tool_files: tuple[str, ...]
     clock = None  # τ²'s tools write no server time; a τ² "now" is a fixed text instant where it exists
     whole_toolset = True  # τ² offers the agent every tool of the domain on every task
+    transactional_tools = True  # every tool writes through its call's connection (generic_tools.py)
     here = HERE  # where the modules and the suite live (a test points it at edited copies)
 
     def versions(self) -> Mapping[str, str]:
