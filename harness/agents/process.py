@@ -117,6 +117,13 @@ async def run_process(
         _, pending = await asyncio.wait(readers, timeout=DRAIN_S)
         for reader in pending:
             reader.cancel()
+        # Our ends of the pipes are closed here, while the loop runs: left to the garbage collector after
+        # the loop has closed (a descendant that escaped both kills holds the pipes open), the transport's
+        # finalizer raises, and on CPython 3.11 a finalizer that runs inside `ast.parse` breaks it
+        # ("AST constructor recursion depth mismatch", seen in an unrelated test of a loaded run).
+        transport = getattr(proc, "_transport", None)  # asyncio's Process exposes no close of its own
+        if transport is not None:
+            transport.close()
     return ProcessEnd(None if timed_out else proc.returncode, timed_out, time.perf_counter() - t0, out, err)
 
 
