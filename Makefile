@@ -20,6 +20,8 @@ $(RUN_STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make: creating $(VENV) (first use only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "make: installing agentrel and what an audit needs into $(VENV) (first use only, about a minute)"
 	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
+	@# A venv from before the distribution was renamed `agentrel-audit` holds it as `agentrel` too.
+	@$(BIN)/python -m pip uninstall -q -y agentrel >/dev/null 2>&1 || true
 	$(BIN)/python -m pip install --progress-bar on -e '.[view]'
 	@touch $(RUN_STAMP)
 
