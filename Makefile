@@ -22,7 +22,9 @@ $(RUN_STAMP): pyproject.toml
 	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
 	@# A venv from before the distribution was renamed `agentrel-audit` holds it as `agentrel` too.
 	@$(BIN)/python -m pip uninstall -q -y agentrel >/dev/null 2>&1 || true
-	$(BIN)/python -m pip install --progress-bar on -e '.[view]'
+	@# --no-compile: pip would byte-compile every file of scipy, pandas and matplotlib (tens of seconds of a
+	@# first `make audit`); Python compiles only the modules an audit imports, once, as it first imports them.
+	$(BIN)/python -m pip install --progress-bar on --no-compile -e '.[view]'
 	@touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)

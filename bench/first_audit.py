@@ -38,6 +38,8 @@ def clean_environment(home: Path) -> dict[str, str]:
     drop = ("AGENTREL_", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MAKEFLAGS", "MAKELEVEL")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env["AGENTREL_HOME"] = str(home)
+    # A newcomer's caches are empty too: the evaluator's file-hash cache, matplotlib's font cache, pip's.
+    env["XDG_CACHE_HOME"] = str(home.parent / ".cache")
     return env
 
 
