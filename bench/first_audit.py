@@ -73,7 +73,7 @@ def first(lines: list[tuple[float, str]], pattern: re.Pattern[str], after: float
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=16)
-    parser.add_argument("--keep", action="store_true", help="keep the clone (its .venv, results, cluster files)")
+    parser.add_argument("--keep", action="store_true", help="keep the clone (.venv, results, cluster files)")
     args = parser.parse_args()
 
     where = Path(tempfile.mkdtemp(prefix="agentrel-first-audit-"))
