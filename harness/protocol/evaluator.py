@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,7 +29,6 @@ __all__ = [
     "current_evaluator_manifest",
     "describe_change",
     "evaluator_manifest",
-    "start_evaluator_manifest",
 ]
 
 
@@ -62,26 +60,10 @@ def evaluator_manifest(
     )
 
 
-# One computation per process: a thread that asks while another computes it waits for that one.
-_COMPUTING = threading.Lock()
-
-
 @functools.cache
-def _current() -> EvaluatorManifest:
-    return evaluator_manifest()
-
-
 def current_evaluator_manifest() -> EvaluatorManifest:
     """The manifest of the code this process runs (read once: the files do not change under a process)."""
-    with _COMPUTING:
-        return _current()
-
-
-def start_evaluator_manifest() -> None:
-    """Start computing the manifest on a thread of its own (seconds on a first use: every library file
-    hashed, every evaluated module parsed), so an audit's sandbox start and template builds, which mostly
-    wait on Postgres, overlap it; whoever asks for it next waits for that computation, never repeats it."""
-    threading.Thread(target=current_evaluator_manifest, name="evaluator-manifest", daemon=True).start()
+    return evaluator_manifest()
 
 
 def current_evaluator_digest() -> str:

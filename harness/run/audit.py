@@ -26,7 +26,6 @@ from agentrel.harness.prices import load_prices
 from agentrel.harness.protocol.binding import bind_protocol, evaluator_change
 from agentrel.harness.protocol.conformance import write_execution_environment
 from agentrel.harness.protocol.environment import observe_environment
-from agentrel.harness.protocol.evaluator import start_evaluator_manifest
 from agentrel.harness.protocol.freeze import freeze_digest, frozen_refusal, load_freeze
 from agentrel.harness.protocol.identity import identity_of
 from agentrel.harness.protocol.policy import load_policy
@@ -94,7 +93,6 @@ def audit(
     # hold database locks this audit's template checks would otherwise wait on.
     results = request.results_dir(sandbox.env.name if sandbox is not None else None)
     ResultsDir(results).refuse_if_held()
-    start_evaluator_manifest()  # needed for the protocol below; computed while the sandbox starts
     if sandbox is None:
         from agentrel.sandbox.environments.registry import load
 
