@@ -20,7 +20,11 @@ $(RUN_STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make: creating $(VENV) (first use only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "make: installing agentrel and what an audit needs into $(VENV) (first use only, about a minute)"
 	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
-	$(BIN)/python -m pip install --progress-bar on -e '.[view]'
+	@# A venv from before the distribution was renamed `agentrel-audit` holds it as `agentrel` too.
+	@$(BIN)/python -m pip uninstall -q -y agentrel >/dev/null 2>&1 || true
+	@# --no-compile: pip would byte-compile every file of scipy, pandas and matplotlib (tens of seconds of a
+	@# first `make audit`); Python compiles only the modules an audit imports, once, as it first imports them.
+	$(BIN)/python -m pip install --progress-bar on --no-compile -e '.[view]'
 	@touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)

@@ -1,13 +1,16 @@
-"""The distribution AgentRel installs as, the one place its name is spelled in code. It is `agentrel`,
-like the import package (Inspect AI names our tasks `agentrel/<task>` only then); `agentrel` on PyPI is
-another project, so AgentRel is installed from its checkout (`pip install -e .`), never by name."""
+"""The distribution AgentRel installs as, the one place its name is spelled in code.
+
+It is `agentrel-audit`, while the import package is `agentrel`: `agentrel` on PyPI is another project, so
+that name must never reach pip. AgentRel installs from its checkout (`pip install -e .`). Code that reads
+our own metadata (the version, the requirements the evaluator digest binds) looks it up by this name; the
+import name is not a distribution name here."""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-DISTRIBUTION = "agentrel"
+DISTRIBUTION = "agentrel-audit"
 # The import package's own folder (its layers are symlinks in it in a checkout), found without importing
 # the front door, which would pull the whole library in.
 PACKAGE_DIR = Path(__file__).parent

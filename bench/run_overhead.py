@@ -149,7 +149,7 @@ def tryton_path(server: Server) -> tuple[str, str, str, str]:
             "-",
             "-",
             "-",
-            "tryton path: not measured (install the tryton extra: pip install 'agentrel[tryton]')",
+            "tryton path: not measured (the tryton extra: pip install -e '.[tryton]' in the checkout)",
         )
     from agentrel.sandbox.environments import load
     from agentrel.sandbox.environments.tryton import server as tryton_server

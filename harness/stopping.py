@@ -97,7 +97,9 @@ class StoppingRule(BaseModel):
         if multiplicity not in ("union", "bonferroni"):
             raise UsageError(f"--multiplicity must be union or bonferroni, got {multiplicity!r}")
         if until == "detect":
-            if target_p is None or not 0.0 < target_p < 1.0:
+            if target_p is None:
+                raise UsageError("--until detect needs --target-p, the per-run damage rate to detect (0.05)")
+            if not 0.0 < target_p < 1.0:
                 raise UsageError(f"--until detect needs --target-p strictly between 0 and 1, got {target_p}")
             if half_width is not None:
                 raise UsageError("--half-width goes with --until precision, not --until detect")
@@ -111,7 +113,9 @@ class StoppingRule(BaseModel):
                 cost_per_run_usd=cost_per_run_usd if budget_usd is not None else None,
             )
         if until == "precision":
-            if half_width is None or not 0.0 < half_width < 0.5:
+            if half_width is None:
+                raise UsageError("--until precision needs --half-width, the half-width to reach (0.1)")
+            if not 0.0 < half_width < 0.5:
                 raise UsageError(f"--until precision needs --half-width in (0, 0.5), got {half_width}")
             if target_p is not None:
                 raise UsageError("--target-p goes with --until detect, not --until precision")

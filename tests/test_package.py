@@ -23,6 +23,8 @@ import pytest
 from agentrel.distribution import DISTRIBUTION
 
 REPO = Path(__file__).resolve().parents[1]
+# A wheel's file names spell the distribution with underscores (`agentrel_audit-0.1.0-py3-none-any.whl`).
+WHEEL_NAME = DISTRIBUTION.replace("-", "_")
 PACKAGES = ("agentrel.harness", "agentrel.sandbox", "agentrel.dsl", "agentrel.analysis")
 
 
@@ -53,11 +55,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pip = [sys.executable, "-m", "pip"]
     # No build isolation: the backend comes from the dev extra, so the build needs no network.
     run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", base / "dist", REPO])
-    [wheel] = (base / "dist").glob("agentrel-*.whl")
+    [wheel] = (base / "dist").glob(f"{WHEEL_NAME}-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         tops = {name.split("/")[0] for name in archive.namelist()}
     # One import namespace: nothing but `agentrel` and its metadata lands at the top of site-packages.
-    assert tops == {"agentrel", "agentrel-0.1.0.dist-info"}, tops
+    assert tops == {"agentrel", f"{WHEEL_NAME}-0.1.0.dist-info"}, tops
     venv = base / "venv"
     python = venv / "bin" / "python"
     run([sys.executable, "-m", "venv", "--without-pip", venv])
@@ -69,7 +71,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "install",
             "-q",
             "--no-deps",
-            *(base / "dist").glob("agentrel-*.whl"),
+            wheel,
         ]
     )
     site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
@@ -97,7 +99,7 @@ def test_the_installed_code_is_the_wheel_not_the_checkout(venv: Path, env: dict[
         "import json, importlib, importlib.metadata as m, agentrel.harness.suite_paths as s\n"
         f"where = {{p: importlib.import_module(p).__file__ for p in {PACKAGES!r}}}\n"
         "where.update(suite=str(s.suite_root()),\n"
-        "             dist=str(m.distribution('agentrel').locate_file('')))\n"
+        f"             dist=str(m.distribution({DISTRIBUTION!r}).locate_file('')))\n"
         "print(json.dumps(where))"
     )
     where = json.loads(run([venv / "bin" / "python", "-c", probe], env=env, cwd=elsewhere).stdout)

@@ -86,6 +86,17 @@ def verified(path: Path, public_key: str | None, key: Path | None, head: str | N
         raise CheckFailed(f"the registry does not verify: {exc}") from None
 
 
+def verified_line(state: RegistryState) -> str:
+    """What `list` and `verify` checked. An empty registry has no key yet (nothing signed it) and its head
+    is the all-zero genesis, so it says that instead of printing a missing key."""
+    if state.key is None:
+        return f"{len(state.entries)} entries: nothing signed yet, so no key and no head to verify"
+    return (
+        f"{len(state.entries)} entries, signatures, chain and head verified under key {state.key}; "
+        f"head {state.head}"
+    )
+
+
 @app.command()
 def supersede(
     digest: Digest,
@@ -171,11 +182,7 @@ def list_command(
         emit(headers, rows, title=str(path), console=out)
         if state.freezes:
             out.print(f"{len(state.freezes)} freezes anchored", markup=False)
-        out.print(
-            f"{len(state.entries)} entries, signatures, chain and head verified under key {state.key}; "
-            f"head {state.head}",
-            markup=False,
-        )
+        out.print(verified_line(state), markup=False)
     if state.torn is not None:
         err.print(
             f"agentrel: error: {path}: the last line is torn ({state.torn.size} bytes at offset "
@@ -202,11 +209,7 @@ def verify_command(
     path = registry_path(registry)
     state = verified(path, public_key, key, head)
     torn = " (a torn last line: `agentrel registry repair`)" if state.torn else ""
-    out.print(
-        f"{path}: {len(state.entries)} entries, signatures, chain and head verified under key "
-        f"{state.key or '(none: empty)'}; head {state.head}{torn}",
-        markup=False,
-    )
+    out.print(f"{path}: {verified_line(state)}{torn}", markup=False)
     if state.void:
         first = state.void[0]
         err.print(

@@ -34,7 +34,7 @@ from agentrel.harness.protocol.registry_journal import anchor_run_journal
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.run.batch import run_matrix
-from agentrel.harness.run.episode import prepare
+from agentrel.harness.run.episode import prepare_all
 from agentrel.harness.run.matrix import expand
 from agentrel.harness.run.progress import ProgressManager
 from agentrel.harness.run.recipe import RunRecipe, build_context, resolve_agents
@@ -42,6 +42,7 @@ from agentrel.harness.run.request import AuditRequest
 from agentrel.harness.stopping import CellGate
 from agentrel.harness.tasks import load_suite
 from agentrel.sandbox.sandbox import Sandbox
+from agentrel.sandbox.servers.local import default_home
 
 
 @dataclass
@@ -140,7 +141,13 @@ def audit(
             say("--faults: the clean condition joins the matrix (each fault run's twin, on the same seed)")
         recipe = recipe.model_copy(update={"schedule": schedule, "conditions": declared})
     catalogue = load_catalogue(env=env) if any(c.adversarial for c in declared) else None
-    prepared = {t.id: prepare(sandbox, t) for t in tasks}
+    # Said once every task is checked, before the slow part (templates on a first use, the protocol's
+    # hashing): where the results go, and the one place per user AgentRel keeps its state.
+    where = (
+        f"auditing into {results}; AgentRel's state (private Postgres, templates, signing key) is in "
+        f"{default_home()}, AGENTREL_HOME moves it"
+    )
+    prepared = prepare_all(sandbox, tasks, checked=lambda: say(where))
     # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
     # (which would walk every row of every template at each labelling), without pausing the collector.
     gc.freeze()

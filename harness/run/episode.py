@@ -6,7 +6,9 @@ clones the template, lets the agent act, dumps the state before dropping the clo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from agentrel.dsl.api import DslError, RunFacts, Spec, Verdict, check_spec, label, load_spec
@@ -31,10 +33,10 @@ class PreparedTask:
     acting_user_id: int
 
 
-def prepare(sb: Sandbox, task: Task) -> PreparedTask:
-    """Everything a run of `task` needs; a task that cannot be judged stops here, before any run."""
+def check(task: Task, env: Environment) -> Spec:
+    """What refuses a task before anything is built for it: a tool the environment lacks, a damage spec
+    that does not parse or names what the environment's tables do not have. Returns the spec."""
     where = f"tasks/{task.vertical}/{task.id}.yaml"
-    env = sb.env
     known = env.tools()
     unknown = [t for t in task.tools if t not in known]
     if unknown:
@@ -50,7 +52,16 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
             "do not write through their call's transaction (transactional_tools is False); drop the keys "
             "or make the tools transactional"
         )
-    spec = checked_spec(task, where, env)
+    return checked_spec(task, where, env)
+
+
+def prepare(sb: Sandbox, task: Task, spec: Spec | None = None) -> PreparedTask:
+    """Everything a run of `task` needs (`spec`: its `check`ed spec, if already read); a task that cannot
+    be judged stops here, before any run."""
+    where = f"tasks/{task.vertical}/{task.id}.yaml"
+    env = sb.env
+    known = env.tools()
+    spec = spec if spec is not None else check(task, env)
     try:
         template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
     except FixtureError as exc:
@@ -63,6 +74,31 @@ def prepare(sb: Sandbox, task: Task) -> PreparedTask:
         )
     tools = {name: known[name] for name in task.tools}
     return PreparedTask(task, template, before, spec, tools, int(acting))
+
+
+# Templates built side by side on a first use: each build mostly waits on the server (clone, fixture SQL)
+# and then parses its dump, so a few at once keep two cores busy; more only queue on the server.
+TEMPLATE_BUILDERS = 3
+
+
+def prepare_all(
+    sb: Sandbox, tasks: Sequence[Task], checked: Callable[[], None] = lambda: None
+) -> dict[str, PreparedTask]:
+    """`prepare` for every task, in order: every task `check`ed first (then `checked()` is called, before
+    the slow part), then the templates a first use lacks built side by side. A fixture that fails is
+    left to `prepare`, which says which task's it is."""
+    specs = {t.id: check(t, sb.env) for t in tasks}
+    checked()
+    seed = sb.seed_template()  # once, before the task templates built from it
+
+    def build(task: Task) -> None:
+        with contextlib.suppress(FixtureError):
+            sb.dbs.task_template(seed, task.id, task.fixture_sql)
+
+    if len(tasks) > 1:
+        with ThreadPoolExecutor(min(TEMPLATE_BUILDERS, len(tasks)), thread_name_prefix="template") as pool:
+            list(pool.map(build, tasks))
+    return {t.id: prepare(sb, t, specs[t.id]) for t in tasks}
 
 
 def checked_spec(task: Task, where: str, env: Environment) -> Spec:

@@ -39,7 +39,12 @@ def audit_args(results: Path, k: int, model: str = "reference/stochastic") -> li
 def one_error_line(proc: subprocess.CompletedProcess[str], code: int, fragment: str) -> str:
     assert proc.returncode == code, (proc.returncode, proc.stderr)
     # The progress bar's last state may precede the error on a non-terminal stderr.
-    lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith("audit ")]
+    # So may the audit's first notice (where the results and AgentRel's state are), said before the slow part.
+    lines = [
+        line
+        for line in proc.stderr.strip().splitlines()
+        if not line.startswith(("audit ", "agentrel: auditing into "))
+    ]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert fragment in lines[0], lines[0]
     return lines[0]

@@ -116,3 +116,27 @@ def test_damage_outlives_a_provider_failure_and_nothing_else_does():
     erred = run_score({"verdict": half_done, "error": {"kind": "agent", "message": "tool loop crashed"}})
     assert erred.value == "FAIL_DAMAGE" and "counted as FAIL_DAMAGE" in (erred.explanation or "")
     assert run_score({"verdict": {**half_done, "mutated": False}, "error": None}).value == "PASS"
+
+
+def test_every_task_is_registered_as_agentrel_slash_its_id_once():
+    """The distribution is `agentrel-audit` (not named like the import package), so Inspect adds no
+    namespace to an editable install's tasks by itself: the registry gives `agentrel/` explicitly, and
+    never twice (a wheel in site-packages is namespaced by Inspect, and then the bare id is given)."""
+    from importlib.metadata import entry_points
+
+    from inspect_ai.util import registry_info
+
+    from agentrel.distribution import DISTRIBUTION
+    from agentrel.harness.inspect_tasks.registry import TASKS, registered_name
+
+    assert DISTRIBUTION != "agentrel"  # the case this test is for
+    names = [registry_info(fn).name for fn in TASKS.values()]
+    assert names == [f"agentrel/{task_id}" for task_id in TASKS] and len(names) >= 20
+    (ep,) = [ep for ep in entry_points(group="inspect_ai") if ep.name == "agentrel"]
+    assert ep.dist is not None and ep.dist.name == DISTRIBUTION
+
+    def probe() -> None: ...
+
+    # Where Inspect namespaces by itself (a module it finds installed: here its own), no second prefix.
+    probe.__module__ = "inspect_ai.util"
+    assert registered_name(probe, TASK) == TASK

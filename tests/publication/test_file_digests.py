@@ -58,3 +58,27 @@ def test_a_broken_cache_is_ignored_and_a_missing_file_is_missing(tmp_path):
     lib.write_bytes(b"y = 2\n")
     gone = tmp_path / "gone.py"
     assert sha256_files([lib, gone], cache) == {lib: _sha(b"y = 2\n"), gone: "missing"}
+
+
+def test_each_python_environment_keeps_its_own_cache(tmp_path, monkeypatch):
+    """One cache shared by every venv grew without bound (103 MB read at each audit's start)."""
+    monkeypatch.setenv("AGENTREL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(file_digests.sys, "prefix", "/venvs/one")
+    one = file_digests.cache_file()
+    monkeypatch.setattr(file_digests.sys, "prefix", "/venvs/two")
+    assert file_digests.cache_file() != one and one.parent == tmp_path
+
+
+def test_a_deleted_file_leaves_the_cache_when_it_is_next_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(file_digests, "RACY_S", 0.2)
+    cache = tmp_path / "cache.json"
+    old, new = tmp_path / "old.py", tmp_path / "new.py"
+    old.write_bytes(b"a = 1\n")
+    time.sleep(0.3)
+    sha256_files([old], cache)
+    assert str(old) in cache.read_text()
+    old.unlink()
+    new.write_bytes(b"b = 2\n")
+    time.sleep(0.3)
+    sha256_files([new], cache)
+    assert str(new) in cache.read_text() and str(old) not in cache.read_text()
