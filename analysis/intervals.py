@@ -91,7 +91,8 @@ def always_damage(x: ArrayLike, n: ArrayLike) -> NDArray[np.bool_]:
 def wilson(
     x: ArrayLike, n: ArrayLike, alpha: float = 0.05
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Wilson score (1 - alpha) interval for a binomial proportion, z = Phi^{-1}(1 - alpha/2):
+    """Wilson score (1 - alpha) interval for a binomial proportion (statsmodels' `proportion_confint`),
+    z = Phi^{-1}(1 - alpha/2):
 
     (x + z^2/2) / (n + z^2)  -/+  z / (n + z^2) * sqrt(x (n - x) / n + z^2 / 4).
 
@@ -101,13 +102,11 @@ def wilson(
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     xa, na = _counts(x, n)
-    from scipy import stats  # here: scipy.stats costs a second to import, and the run path never needs it
+    # Here, not at the top: statsmodels costs a second to import, and the run path never needs it.
+    from statsmodels.stats.proportion import proportion_confint
 
-    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
-    z2 = z * z
-    center = (xa + z2 / 2.0) / (na + z2)
-    half = z / (na + z2) * np.sqrt(xa * (na - xa) / na + z2 / 4.0)
-    return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)
+    low, high = (np.asarray(b, dtype=np.float64) for b in proportion_confint(xa, na, alpha, method="wilson"))
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
 
 
 def rate_interval(

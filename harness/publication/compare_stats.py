@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from fractions import Fraction
-from math import comb
 from typing import Literal
 
 import numpy as np
@@ -22,6 +20,7 @@ from numpy.typing import NDArray
 from agentrel.analysis.bootstrap import cluster_bootstrap
 from agentrel.analysis.intervals import paired_difference_interval
 from agentrel.analysis.noise_floor import fitted_icc, min_detectable_difference
+from agentrel.analysis.paired import mcnemar_exact
 from agentrel.harness.frozen import Frozen
 
 __all__ = [
@@ -61,33 +60,13 @@ class PairedRun(Frozen):
         return (*self.cell, self.run_index)
 
 
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value on b and c discordant pairs.
-
-    Under H0 each discordant pair falls either way with probability 1/2, so with n = b + c and
-    X ~ Binomial(n, 1/2): p = min(1, 2 P(X <= min(b, c))) = min(1, 2 sum_{i<=min(b,c)} C(n, i) / 2^n),
-    computed in exact rationals; p = 1 when n = 0. The distribution is symmetric, so this equals the
-    "sum of probabilities no larger than the observed one" rule of scipy.stats.binomtest.
-    """
-    if b < 0 or c < 0:
-        raise ValueError("discordant counts are non-negative")
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, i) for i in range(min(b, c) + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
-
-
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm step-down adjusted p-values: p_(i) * (m - i + 1) made monotone, capped at 1 (i from 1)."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    out = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, p_values[i] * (m - rank)))
-        out[i] = running
-    return out
+    """Holm step-down adjusted p-values (statsmodels' `multipletests`, method "holm")."""
+    if not p_values:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(p) for p in multipletests(list(p_values), method="holm")[1]]
 
 
 class CellTest(Frozen):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from agentrel.analysis.paired import mcnemar_exact
 from agentrel.harness.errors import Refused
 from agentrel.harness.protocol.conformance import write_execution_environment
 from agentrel.harness.protocol.freeze import freeze_digest, write_freeze
@@ -23,7 +24,7 @@ from agentrel.harness.protocol.registry import read_registry, supersede, withdra
 from agentrel.harness.protocol.registry_head import head_path
 from agentrel.harness.publication.cells import Cell, registered_cells
 from agentrel.harness.publication.compare import check_comparable, compare_scorecards, load_scorecard
-from agentrel.harness.publication.compare_stats import holm, mcnemar_exact
+from agentrel.harness.publication.compare_stats import holm
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.run.matrix import run_seed
 from tests.publication import factory
