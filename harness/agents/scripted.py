@@ -59,11 +59,7 @@ async def reconcile(episode: Episode, tool: str, args: dict[str, Any], result: T
     if not episode.tools[tool].mutates:
         await episode.call(tool, args)
         return 1
-    done, reads = await shows(episode, tool, args)
-    if done is not False:
-        return reads  # it happened, or there is no way to tell: leave it rather than risk doing it twice
-    await episode.call(tool, args)
-    return reads + 1
+    return await redo_unless_shown(episode, tool, args)
 
 
 async def verify(episode: Episode, tool: str, args: dict[str, Any], result: ToolResult) -> int:
@@ -71,9 +67,15 @@ async def verify(episode: Episode, tool: str, args: dict[str, Any], result: Tool
     not show it, do it once more. Under the lying-success condition this is the agent that notices."""
     if not result.ok or not episode.tools[tool].mutates:
         return 0
+    return await redo_unless_shown(episode, tool, args)
+
+
+async def redo_unless_shown(episode: Episode, tool: str, args: dict[str, Any]) -> int:
+    """Read whether the write `tool(args)` happened (`shows`) and do it once more only when the state says
+    it did not; the calls it made."""
     done, reads = await shows(episode, tool, args)
     if done is not False:
-        return reads
+        return reads  # it happened, or there is no way to tell: leave it rather than risk doing it twice
     await episode.call(tool, args)
     return reads + 1
 
