@@ -14,7 +14,6 @@ from fractions import Fraction
 from typing import Literal
 
 import numpy as np
-from scipy import special
 
 from agentrel.analysis.intervals import cp_lower, cp_upper
 
@@ -111,6 +110,8 @@ def required_k_from_counts(
 
 def all_clean_probability_beta(a: float, b: float, k: int | np.ndarray) -> np.ndarray:
     """P(k runs all clean | p ~ Beta(a, b)) = E[(1 - p)^k] = B(a, b + k) / B(a, b)."""
+    from scipy import special  # 0.2 s to import: not at the start of every command
+
     kk = np.asarray(k, dtype=np.float64)
     return np.asarray(np.exp(special.betaln(a, b + kk) - special.betaln(a, b)), dtype=np.float64)
 
@@ -122,6 +123,8 @@ def required_k_beta(a: float, b: float, alpha: float) -> int | None:
     demands many repeats. Found by doubling then integer bisection on the log ratio. None when
     a = 0 (point mass at p = 0) or the answer exceeds 2^62.
     """
+    from scipy import special  # 0.2 s to import: not at the start of every command
+
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if not (a >= 0 and b >= 0) or not math.isfinite(a + b):

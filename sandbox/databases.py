@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import secrets
 import socket
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import psycopg
 from psycopg import sql
@@ -44,6 +46,7 @@ HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
 # checked before this process first clones it, not before every run (bench/run_overhead.py's budget).
 _CHECKED: dict[tuple[str, str], str] = {}
 _CHECKED_LOCK = threading.Lock()
+JsonValue = int | str | bool | None
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,10 @@ class Databases:
         with _CHECKED_LOCK:
             if _CHECKED.get(key) == recorded:
                 return True
+        if self._witnessed(name, recorded):
+            with _CHECKED_LOCK:
+                _CHECKED[key] = recorded
+            return True
         state = self.dump_template(name)
         got = state.digest()
         if got != recorded:
@@ -276,16 +283,85 @@ class Databases:
         return True
 
     def _remember(self, name: str, state: State) -> None:
-        """`name` was just built or checked and holds `state`: no dump of it is needed again here."""
+        """`name` was just built or checked and holds `state`: no dump of it is needed again here, nor in
+        a later process while its witness holds."""
         with _CHECKED_LOCK:
             _CHECKED[(self.server.conninfo("postgres"), name)] = state.digest()
         self._states.setdefault(state.digest(), state)
         self._cache(name, state)
+        witness, path = self._witness(name), self._witness_path(name)
+        if witness is not None and path is not None:
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+                tmp.write_text(f"{witness}\n{state.digest()}\n")
+                os.replace(tmp, path)
+
+    def _witness(self, name: str) -> str | None:
+        """What must change before anyone can write template `name`: the cluster (its system identifier),
+        the database (its oid) and the version of its catalog row (`xmin`). A template takes no logins
+        (`_close`), nothing writes a database without logging into it, and reopening it is an update of
+        that row: a new `xmin`, never an old one again (vacuum's in-place updates keep it). None when the
+        template takes logins or the server will not say (a role that may not read its control data)."""
+        query = (
+            "SELECT c.system_identifier, d.oid, d.xmin, d.datallowconn "
+            "FROM pg_database d, pg_control_system() c WHERE d.datname = %s"
+        )
+        try:
+            with self.admin() as conn:
+                row = conn.execute(query, (name,)).fetchone()
+        except psycopg.errors.InsufficientPrivilege:
+            return None
+        if row is None or row[3]:
+            return None
+        return f"{row[0]}:{row[1]}:{row[2]}"
+
+    def derived(self, template: Template, key: str, compute: Callable[[], JsonValue]) -> JsonValue:
+        """A fact computed from `template`'s content (`compute()`, e.g. a task's acting user), computed
+        once per template digest and kept beside its cached dump, so a later process that needs only the
+        fact (`audit --plan`) does not load the dump."""
+        path = self.cache_dir / f"{template.name}.derived.json" if self.cache_dir else None
+        try:
+            kept = json.loads(path.read_text()) if path is not None else {}
+        except (OSError, ValueError):
+            kept = {}
+        facts = (
+            kept.get("facts") if isinstance(kept, dict) and kept.get("digest") == template.digest else None
+        )
+        if isinstance(facts, dict) and key in facts:
+            return cast(JsonValue, facts[key])
+        value = compute()
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+                tmp.write_text(
+                    json.dumps({"digest": template.digest, "facts": {**(facts or {}), key: value}})
+                )
+                os.replace(tmp, path)
+        return value
+
+    def _witness_path(self, name: str) -> Path | None:
+        return self.cache_dir / f"{name}.witness" if self.cache_dir else None
+
+    def _witnessed(self, name: str, recorded: str) -> bool:
+        """Whether template `name` is, by its witness, the one this user built or checked with digest
+        `recorded` (kept in AgentRel's private state folder, beyond the server's reach)."""
+        path = self._witness_path(name)
+        try:
+            kept = path.read_text().split() if path is not None else []
+        except OSError:
+            return False
+        return len(kept) == 2 and kept[1] == recorded and kept[0] == self._witness(name)
 
     def forget_check(self, name: str) -> None:
-        """The next `_build` of template `name` in this process dumps and checks it again."""
+        """The next `_build` of template `name` in this process dumps and checks it again (its witness
+        too is dropped: what follows is read from its content)."""
         with _CHECKED_LOCK:
             _CHECKED.pop((self.server.conninfo("postgres"), name), None)
+        path = self._witness_path(name)
+        if path is not None:
+            path.unlink(missing_ok=True)
 
     def computed_digest(self, name: str) -> str | None:
         """The digest of template `name` as dumped by this process (at its build or its check), if any."""

@@ -11,16 +11,21 @@ sorted, so a checkout and an installed wheel give the same digest for the same b
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import os
+import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from agentrel.harness.protocol import evaluator_cache, file_digests
 from agentrel.harness.protocol.canonical import canonical_hash
-from agentrel.harness.protocol.libraries import bind_libraries
-from agentrel.harness.protocol.sources import ENTRY_MODULES, evaluated_sources
+from agentrel.harness.protocol.libraries import bind_libraries, library_inputs
+from agentrel.harness.protocol.sources import ENTRY_MODULES, default_roots, evaluated_sources
 
 __all__ = [
     "ENTRY_MODULES",
@@ -29,6 +34,7 @@ __all__ = [
     "current_evaluator_manifest",
     "describe_change",
     "evaluator_manifest",
+    "remembered_manifest",
 ]
 
 
@@ -51,19 +57,50 @@ def evaluator_manifest(
 ) -> EvaluatorManifest:
     """Every evaluated file and library with its hash; `roots` maps a layer folder (dsl, harness, ...) or
     "agentrel" (the front door) to another folder, so tests can hash an edited copy of the tree."""
-    found = evaluated_sources(roots, entries)
+    return _derive(roots, entries)[0]
+
+
+def _derive(
+    roots: Mapping[str, Path] | None, entries: tuple[str, ...]
+) -> tuple[EvaluatorManifest, list[Path]]:
+    """The manifest, and every file and folder it was derived from (what `evaluator_cache` witnesses)."""
+    tree = {**default_roots(), **(roots or {})}
+    found = evaluated_sources(tree, entries)
     files = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in found.files}
-    return EvaluatorManifest(
+    manifest = EvaluatorManifest(
         entries=tuple(entries),
         files=tuple(sorted(files.items())),
         libraries=bind_libraries(found.third_party),
     )
+    read = [path for _, path in found.files]
+    read += evaluator_cache.folders_under(tree.values())
+    read += library_inputs(found.third_party)
+    read += [Path(os.path.abspath(entry or ".")) for entry in sys.path]
+    return manifest, sorted(set(read))
+
+
+def remembered_manifest(
+    roots: Mapping[str, Path] | None = None,
+    entries: tuple[str, ...] = ENTRY_MODULES,
+    cache: Path | None = None,
+) -> EvaluatorManifest:
+    """`evaluator_manifest`, taken from the cache (`evaluator_cache`) when nothing it was derived from
+    has changed since a process derived it, and derived (and remembered) otherwise."""
+    where = cache or file_digests.cache_file("evaluator")
+    want = evaluator_cache.key({**default_roots(), **(roots or {})}, entries)
+    if (known := evaluator_cache.recall(where, want)) is not None:
+        with contextlib.suppress(ValueError):
+            return EvaluatorManifest.model_validate(known)
+    started = time.time_ns()
+    manifest, read = _derive(roots, entries)
+    evaluator_cache.remember(where, want, manifest.model_dump(mode="json"), read, started)
+    return manifest
 
 
 @functools.cache
 def current_evaluator_manifest() -> EvaluatorManifest:
     """The manifest of the code this process runs (read once: the files do not change under a process)."""
-    return evaluator_manifest()
+    return remembered_manifest()
 
 
 def current_evaluator_digest() -> str:

@@ -27,30 +27,31 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["cache_file", "sha256_files"]
+__all__ = ["cache_file", "identity", "sha256_files"]
 
 _CHUNK = 1 << 20
 _FORMAT = "agentrel-file-digests/1"
 RACY_S = 2.0  # a file whose change time is this recent is hashed every time, never remembered
 
 
-def cache_file() -> Path:
-    """`$AGENTREL_CACHE_DIR/file-digests-<environment>.json`, by default under the user's cache folder
-    (XDG); <environment> names this interpreter's `sys.prefix` (a venv), so each venv keeps its own."""
+def cache_file(stem: str = "file-digests") -> Path:
+    """`$AGENTREL_CACHE_DIR/<stem>-<environment>.json`, by default under the user's cache folder (XDG);
+    <environment> names this interpreter's `sys.prefix` (a venv), so each venv keeps its own."""
     base = os.environ.get("AGENTREL_CACHE_DIR") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentrel"
     )
     environment = hashlib.sha256(os.path.realpath(sys.prefix).encode()).hexdigest()[:16]
-    return Path(base) / f"file-digests-{environment}.json"
+    return Path(base) / f"{stem}-{environment}.json"
 
 
-def _identity(path: Path) -> tuple[str, bool] | None:
-    """The file's identity, and whether it is old enough to be remembered."""
+def identity(path: Path, settled_before_ns: int | None = None) -> tuple[str, bool] | None:
+    """The identity of a file or folder, and whether it had settled (changed more than `RACY_S` before
+    `settled_before_ns`, by default now) so that it may be remembered; None when it cannot be read."""
     try:
         st = path.stat()
     except OSError:
         return None
-    settled = time.time_ns() - st.st_ctime_ns > RACY_S * 1e9
+    settled = (settled_before_ns or time.time_ns()) - st.st_ctime_ns > RACY_S * 1e9
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}", settled
 
 
@@ -91,7 +92,7 @@ def sha256_files(paths: Iterable[Path], cache: Path | None = None) -> dict[Path,
     out: dict[Path, str] = {}
     todo: list[tuple[Path, tuple[str, bool] | None]] = []
     for path in dict.fromkeys(paths):
-        ident = _identity(path)
+        ident = identity(path)
         hit = known.get(str(path))
         if ident is not None and hit is not None and hit[0] == ident[0]:
             out[path] = hit[1]

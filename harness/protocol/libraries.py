@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from agentrel.distribution import DISTRIBUTION
 from agentrel.harness.protocol.file_digests import sha256_files
 
-__all__ = ["LibraryBinding", "bind_environment", "bind_libraries"]
+__all__ = ["LibraryBinding", "bind_environment", "bind_libraries", "library_inputs"]
 
 LibraryBinding = tuple[str, str, str, int]  # (distribution or import name, version, files digest, n files)
 _SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -204,11 +204,29 @@ def bind_libraries(tops: tuple[str, ...]) -> tuple[LibraryBinding, ...]:
 
     Cached per process: installed files do not change under a running evaluator (and a process that
     changed them would be rigging itself, which no digest it computes can catch)."""
+    return _bind(_library_files(tops)[0])
+
+
+def library_inputs(tops: tuple[str, ...]) -> list[Path]:
+    """Every file `bind_libraries(tops)` read: the bound files where they import from, and each bound
+    distribution's own files where they are installed (its RECORD and metadata: which files, which
+    version, what it requires), with our own distribution's (its requirements say what is bound)."""
+    return _library_files(tops)[1]
+
+
+@functools.cache
+def _library_files(tops: tuple[str, ...]) -> tuple[dict[tuple[str, str], list[tuple[str, Path]]], list[Path]]:
     dists, unclaimed = _closure(tops)
     groups: dict[tuple[str, str], list[tuple[str, Path]]] = {}
+    read: list[Path] = []
+    own = _distribution(DISTRIBUTION)
     for key, dist in dists.items():
         groups[(key, dist.version)] = _code_files(dist)
+    for dist in [*dists.values(), *([own] if own is not None else [])]:
+        read.extend(_installed(dist, file) for file in dist.files or [])
     for top in unclaimed:
         files = _files_of_import(top)
         groups[(f"import:{top}", "unclaimed")] = files
-    return _bind(groups)
+        read.extend({path.parent for _, path in files})  # no RECORD: a file added there is bound too
+    read.extend(path for files in groups.values() for _, path in files)
+    return groups, read

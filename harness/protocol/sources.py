@@ -29,7 +29,7 @@ from pathlib import Path
 
 from agentrel.harness.errors import EnvironmentFailure
 
-__all__ = ["ENTRY_MODULES", "SourceSet", "evaluated_sources"]
+__all__ = ["ENTRY_MODULES", "SourceSet", "default_roots", "evaluated_sources"]
 
 # The paths whose code decides what a published number is. Each is an entry point a user reaches:
 # `audit` runs, records and judges; `label` reads the dumps; `status` decides valid/invalid from receipts;
@@ -89,7 +89,7 @@ class _Tree:
         return None
 
 
-def _default_roots() -> dict[str, Path]:
+def default_roots() -> dict[str, Path]:
     import importlib.util
 
     spec = importlib.util.find_spec("agentrel")
@@ -167,7 +167,7 @@ def evaluated_sources(
     roots: Mapping[str, Path] | None = None, entries: tuple[str, ...] = ENTRY_MODULES
 ) -> SourceSet:
     """Walk the import graph from `entries`; `roots` maps a layer (and "agentrel") to a folder (tests)."""
-    tree = _Tree({**_default_roots(), **(roots or {})})
+    tree = _Tree({**default_roots(), **(roots or {})})
     seen: dict[str, tuple[str, Path]] = {}
     files: dict[str, Path] = {}
     third: set[str] = set()

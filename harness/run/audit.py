@@ -34,7 +34,7 @@ from agentrel.harness.protocol.registry_journal import anchor_run_journal
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.results.record import RunRecord
 from agentrel.harness.run.batch import run_matrix
-from agentrel.harness.run.episode import prepare_all
+from agentrel.harness.run.episode import PreparedTask, plan_templates, prepare_all
 from agentrel.harness.run.matrix import expand
 from agentrel.harness.run.progress import ProgressManager
 from agentrel.harness.run.recipe import RunRecipe, build_context, resolve_agents
@@ -147,7 +147,12 @@ def audit(
         f"auditing into {results}; AgentRel's state (private Postgres, templates, signing key) is in "
         f"{default_home()}, AGENTREL_HOME moves it"
     )
-    prepared = prepare_all(sandbox, tasks, checked=lambda: say(where))
+    if request.plan:  # a plan loads no pre-run dump: nothing runs, and the audit that runs stores them
+        prepared: dict[str, PreparedTask] = {}
+        templates = plan_templates(sandbox, tasks, checked=lambda: say(where))
+    else:
+        prepared = prepare_all(sandbox, tasks, checked=lambda: say(where))
+        templates = {tid: p.template for tid, p in prepared.items()}
     # The template dumps live as long as the audit: exempt them from the cyclic collector's full passes
     # (which would walk every row of every template at each labelling), without pausing the collector.
     gc.freeze()
@@ -179,7 +184,7 @@ def audit(
         tasks=tasks,
         environment={"name": env.name, "fingerprint": env.fingerprint()},
         seed_digest=sandbox.seed_template().digest,
-        template_digests={tid: p.template.digest for tid, p in prepared.items()},
+        template_digests={tid: t.digest for tid, t in templates.items()},
         conditions=[c.model_dump(mode="json") for c in declared],
         injections=catalogue.digest if catalogue is not None else None,
         k=k,

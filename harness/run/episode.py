@@ -58,22 +58,29 @@ def check(task: Task, env: Environment) -> Spec:
 def prepare(sb: Sandbox, task: Task, spec: Spec | None = None) -> PreparedTask:
     """Everything a run of `task` needs (`spec`: its `check`ed spec, if already read); a task that cannot
     be judged stops here, before any run."""
-    where = f"tasks/{task.vertical}/{task.id}.yaml"
     env = sb.env
     known = env.tools()
     spec = spec if spec is not None else check(task, env)
-    try:
-        template = sb.dbs.task_template(sb.seed_template(), task.id, task.fixture_sql)
-    except FixtureError as exc:
-        raise UserError(f"{where}: field fixture_sql: {exc}") from None
+    template = _task_template(sb, task)
     before = sb.dbs.template_state(template)
-    acting = env.acting_user(before, task.acting_user)
-    if acting is None:
+    acting = acting_user(sb, task, template, before)
+    tools = {name: known[name] for name in task.tools}
+    return PreparedTask(task, template, before, spec, tools, acting)
+
+
+def acting_user(sb: Sandbox, task: Task, template: Template, before: State | None = None) -> int:
+    """The id `task.acting_user` resolves to in its template (the template's dump is loaded only where no
+    earlier process has resolved it for the same template digest); a user not there is refused."""
+
+    def resolve() -> int | None:
+        return sb.env.acting_user(before or sb.dbs.template_state(template), task.acting_user)
+
+    found = sb.dbs.derived(template, f"acting_user:{task.acting_user}", resolve)
+    if not isinstance(found, int) or isinstance(found, bool):
         raise UserError(
             f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}"
         )
-    tools = {name: known[name] for name in task.tools}
-    return PreparedTask(task, template, before, spec, tools, int(acting))
+    return found
 
 
 # Templates built side by side on a first use: each build mostly waits on the server (clone, fixture SQL)
@@ -87,18 +94,43 @@ def prepare_all(
     """`prepare` for every task, in order: every task `check`ed first (then `checked()` is called, before
     the slow part), then the templates a first use lacks built side by side. A fixture that fails is
     left to `prepare`, which says which task's it is."""
+    specs = _checked_and_built(sb, tasks, checked)
+    return {t.id: prepare(sb, t, specs[t.id]) for t in tasks}
+
+
+def plan_templates(
+    sb: Sandbox, tasks: Sequence[Task], checked: Callable[[], None] = lambda: None
+) -> dict[str, Template]:
+    """What a plan needs of each task: checked as `prepare_all` checks it (spec, fixture, acting user),
+    its template built or checked, but no pre-run dump loaded."""
+    _checked_and_built(sb, tasks, checked)
+    seed, out = sb.seed_template(), {}
+    for task in tasks:
+        out[task.id] = _task_template(sb, task, seed)
+        acting_user(sb, task, out[task.id])
+    return out
+
+
+def _checked_and_built(sb: Sandbox, tasks: Sequence[Task], checked: Callable[[], None]) -> dict[str, Spec]:
     specs = {t.id: check(t, sb.env) for t in tasks}
     checked()
     seed = sb.seed_template()  # once, before the task templates built from it
 
     def build(task: Task) -> None:
-        with contextlib.suppress(FixtureError):
-            sb.dbs.task_template(seed, task.id, task.fixture_sql)
+        with contextlib.suppress(UserError):  # said again, in task order, by the caller
+            _task_template(sb, task, seed)
 
     if len(tasks) > 1:
         with ThreadPoolExecutor(min(TEMPLATE_BUILDERS, len(tasks)), thread_name_prefix="template") as pool:
             list(pool.map(build, tasks))
-    return {t.id: prepare(sb, t, specs[t.id]) for t in tasks}
+    return specs
+
+
+def _task_template(sb: Sandbox, task: Task, seed: Template | None = None) -> Template:
+    try:
+        return sb.dbs.task_template(seed or sb.seed_template(), task.id, task.fixture_sql)
+    except FixtureError as exc:
+        raise UserError(f"tasks/{task.vertical}/{task.id}.yaml: field fixture_sql: {exc}") from None
 
 
 def checked_spec(task: Task, where: str, env: Environment) -> Spec:
