@@ -35,9 +35,11 @@ DONE_RUNS = re.compile(r"^audit (\d+)/(\d+) runs \(100%\)")
 
 def clean_environment(home: Path) -> dict[str, str]:
     """The user's environment without anything that would point the clone at another venv or home."""
-    drop = ("AGENTREL_", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MAKEFLAGS", "MAKELEVEL")
+    # PYTHONDONTWRITEBYTECODE too: a newcomer's Python keeps the byte code it compiles on the first import.
+    drop = ("AGENTREL_", "VIRTUAL_ENV", "PYTHON", "MAKEFLAGS", "MAKELEVEL")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env["AGENTREL_HOME"] = str(home)
+    env["PYTHONUNBUFFERED"] = "1"  # what a terminal shows line by line, through this pipe
     # A newcomer's caches are empty too: the evaluator's file-hash cache, matplotlib's font cache, pip's.
     env["XDG_CACHE_HOME"] = str(home.parent / ".cache")
     return env
