@@ -316,10 +316,12 @@ class Databases:
             return None
         return f"{row[0]}:{row[1]}:{row[2]}"
 
-    def derived(self, template: Template, key: str, compute: Callable[[], JsonValue]) -> JsonValue:
-        """A fact computed from `template`'s content (`compute()`, e.g. a task's acting user), computed
-        once per template digest and kept beside its cached dump, so a later process that needs only the
-        fact (`audit --plan`) does not load the dump."""
+    def derived(
+        self, template: Template, key: str, compute: Callable[[], JsonValue], fresh: bool = False
+    ) -> JsonValue:
+        """A fact computed from `template`'s content (`compute()`, e.g. a task's acting user), kept beside
+        its cached dump for its digest, so a later process that needs only the fact (`audit --plan`) does
+        not load the dump; `fresh` computes it again (and keeps that) even when one is kept."""
         path = self.cache_dir / f"{template.name}.derived.json" if self.cache_dir else None
         try:
             kept = json.loads(path.read_text()) if path is not None else {}
@@ -328,7 +330,7 @@ class Databases:
         facts = (
             kept.get("facts") if isinstance(kept, dict) and kept.get("digest") == template.digest else None
         )
-        if isinstance(facts, dict) and key in facts:
+        if isinstance(facts, dict) and key in facts and not fresh:
             return cast(JsonValue, facts[key])
         value = compute()
         if path is not None:

@@ -69,13 +69,15 @@ def prepare(sb: Sandbox, task: Task, spec: Spec | None = None) -> PreparedTask:
 
 
 def acting_user(sb: Sandbox, task: Task, template: Template, before: State | None = None) -> int:
-    """The id `task.acting_user` resolves to in its template (the template's dump is loaded only where no
-    earlier process has resolved it for the same template digest); a user not there is refused."""
+    """The id `task.acting_user` resolves to in its template's pre-run state `before`; without it (a plan),
+    what an earlier process resolved for the same template digest, the dump loaded only where none did.
+    A user not there is refused."""
 
     def resolve() -> int | None:
         return sb.env.acting_user(before or sb.dbs.template_state(template), task.acting_user)
 
-    found = sb.dbs.derived(template, f"acting_user:{task.acting_user}", resolve)
+    key = f"acting_user:{task.acting_user}"
+    found = sb.dbs.derived(template, key, resolve, fresh=before is not None)  # a run asks its own dump
     if not isinstance(found, int) or isinstance(found, bool):
         raise UserError(
             f"tasks/{task.vertical}/{task.id}.yaml: field acting_user: no user {task.acting_user!r}"

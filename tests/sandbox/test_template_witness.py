@@ -90,6 +90,8 @@ def test_a_fact_derived_from_a_template_is_kept_only_for_its_digest(sandbox, che
 
     assert sandbox.dbs.derived(checked, "acting_user:x", compute) == 7
     assert sandbox.dbs.derived(checked, "acting_user:x", compute) == 7 and len(calls) == 1
+    assert sandbox.dbs.derived(checked, "acting_user:x", lambda: 9, fresh=True) == 9  # a run's own answer
+    assert sandbox.dbs.derived(checked, "acting_user:x", compute) == 9 and len(calls) == 1  # ... is kept
     other = Template(checked.name, "f" * 64)  # the same name holding other content: computed again
     assert sandbox.dbs.derived(other, "acting_user:x", lambda: 8) == 8
 
