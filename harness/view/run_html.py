@@ -128,7 +128,11 @@ def transcript_html(ev: RunEvidence, rec: RunRecord | None) -> str:
 def page_of(a: Attempt, attempts: int, ev: RunEvidence, start: int, priced: Priced) -> RunPage:
     rec = ev.record
     cell = cells_href(agent=a.model, task=a.task, condition=a.condition)
-    crumbs = [("Headline", "/"), (f"{a.model} · {a.task} · {a.condition}", cell), (f"run {a.run_index}", None)]
+    crumbs = [
+        ("Headline", "/"),
+        (f"{a.model} · {a.task} · {a.condition}", cell),
+        (f"run {a.run_index}", None),
+    ]
     return RunPage(
         run_id=a.run_id,
         crumbs=crumbs,
@@ -207,7 +211,10 @@ def events_of(rec: RunRecord | None) -> list[EventRow]:
     events = [x.model_dump(mode="json") for x in rec.events] if rec else []
     return [
         EventRow(
-            str(x.get("kind")), str(x.get("ordinal") or ""), str(x.get("tool") or ""), _json(x.get("detail") or {})
+            str(x.get("kind")),
+            str(x.get("ordinal") or ""),
+            str(x.get("tool") or ""),
+            _json(x.get("detail") or {}),
         )
         for x in events
     ]
