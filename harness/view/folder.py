@@ -173,7 +173,7 @@ def index_page(folder: Path, rows: list[AuditRow], problems: list[str]) -> str:
         audits=rows,
         problems=problems,
         version=None,
-        crumbs="",
+        crumbs=[],
     )
 
 

@@ -2,24 +2,19 @@
 autoescaped templates in templates/ (templates.py).
 
 Every page is whole in the first response (no page is blank without JavaScript); view.js only sorts
-nothing and reloads a live page when the index's version moves. `e` escapes the fragments the run page
-still builds as f-strings.
+nothing and reloads a live page when the index's version moves. The breadcrumbs above every page are
+(label, address) pairs the layout draws; nothing here builds HTML.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from html import escape
 from urllib.parse import quote, urlencode
 
 from agentrel.analysis.damage_amount import amount_text
 from agentrel.harness.results.lines import Attempt
 from agentrel.harness.view.pages import OUTCOMES, Cell, CellQuery, Headline, outcome_of
-from agentrel.harness.view.templates import render, trusted
-
-
-def e(value: object) -> str:
-    return escape(str(value), quote=True)
+from agentrel.harness.view.templates import render
 
 
 def pct(p: float | None) -> str:
@@ -60,16 +55,10 @@ def invalid_text(invalid: dict[str, int], pending: int = 0) -> str:
     return f"{text} · not yet run: {pending}" if pending else text
 
 
-def layout(title: str, body: str, *, version: int | None = None, crumbs: str = "") -> str:
-    """A whole page (templates/layout.html). `body` and `crumbs` are HTML this module built and escaped.
-    `version` set: the page is live and reloads when the index moves past it."""
-    return render("layout.html", title=title, body=trusted(body), version=version, crumbs=trusted(crumbs))
-
-
 def message_page(title: str, message: str, status_note: str = "") -> str:
     """A page that says one thing that went wrong, in a sentence (never a stack trace)."""
     return render(
-        "message.html", title=title, message=message, status_note=status_note, version=None, crumbs=""
+        "message.html", title=title, message=message, status_note=status_note, version=None, crumbs=[]
     )
 
 
@@ -111,7 +100,7 @@ def headline_page(
         **HELPERS,
         title="Headline",
         version=h.version,
-        crumbs="",
+        crumbs=[],
         h=h,
         source=source,
         rules=rules or {},
@@ -137,13 +126,12 @@ def cells_page(
         ("condition", q.condition, choices["condition"]),
         ("outcome", q.outcome, list(OUTCOMES)),
     ]
-    crumbs = f'<a href="/">Headline</a> › <a href="{cells_href()}">Cells</a>'
     return render(
         "cells.html",
         **HELPERS,
         title="Cells",
         version=version,
-        crumbs=trusted(crumbs),
+        crumbs=[("Headline", "/"), ("Cells", cells_href())],
         shown=shown,
         q=q,
         runs=runs,

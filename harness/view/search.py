@@ -75,13 +75,13 @@ def search(
 def search_page(query: str, hits: list[Hit], read: int, total: int) -> str:
     """The results page: each matching run with where the text was found and its context."""
     from agentrel.harness.view.html import run_href
-    from agentrel.harness.view.templates import render, trusted
+    from agentrel.harness.view.templates import render
 
     return render(
         "search.html",
         title=f"Search: {query}",
         version=None,
-        crumbs=trusted('<a href="/">Headline</a> › Search'),
+        crumbs=[("Headline", "/"), ("Search", None)],
         query=query,
         hits=hits,
         read=read,

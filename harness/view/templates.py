@@ -1,10 +1,11 @@
 """The view's HTML templates: Jinja2 with autoescape on, so every value a page shows is escaped by the
 template engine rather than by each call site remembering to.
 
-Pages written as templates: the layout every page sits in, the message page, the headline, the cells
-page (with one cell's runs), search results and the folder index. The run page (run_html.py: verdict,
-row-level diff, prompt, transcript, events) still builds its body as f-strings escaped by `html.e` and
-hands it to the layout as `Markup`; moving it here is the remaining work.
+Every page is a template: the layout every page sits in (its breadcrumbs are (label, address) pairs),
+the message page, the headline, the cells page (with one cell's runs), search results, the folder index,
+and the run page (run.html with its diff, transcript and change macros: run_diff.html,
+run_transcript.html, run_macros.html). Python hands the templates plain values only; no page passes
+HTML it built itself, so no value can reach a page without the engine escaping it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -32,8 +32,3 @@ def environment() -> Environment:
 
 def render(name: str, **context: Any) -> str:
     return environment().get_template(name).render(**context)
-
-
-def trusted(html: str) -> Markup:
-    """HTML this package built and escaped itself (a page not yet written as a template)."""
-    return Markup(html)

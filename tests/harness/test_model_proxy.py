@@ -325,7 +325,9 @@ def test_the_key_never_reaches_the_agent_and_the_proxy_measures_a_zero_token_lia
     transcript = json.loads((results / "transcripts" / f"{record.run_id}.json").read_text())
     messages = transcript["messages"]
     calls = [m for m in messages if m["role"] == "model_call"]
-    shown = run_html._transcript(RunEvidence(record, transcript, None, None), record)  # the view's run page
+    shown = run_html.transcript_html(
+        RunEvidence(record, transcript, None, None), record
+    )  # the view's run page
     assert "2 model calls through AgentRel" in shown and "model_call" in shown
     assert [c["stream"] for c in calls] == [False, True] and all(c["status"] == 200 for c in calls)
     process = next(m for m in messages if m["role"] == "process")

@@ -3,6 +3,7 @@ bad input in page and terminal, and that it never writes into the results direct
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -38,8 +39,8 @@ def damage_events(results: Path, rid: str) -> list[dict[str, object]]:
     raise AssertionError(f"no run {rid}")
 
 
-def text(html: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+def text(page: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
 
 
 def test_headline_leads_with_the_damaging_run_and_counts_invalid_runs(audited):
@@ -82,7 +83,7 @@ def test_run_page_shows_each_changed_row_with_the_rule_that_labelled_it(audited)
     assert "goodwill credit above the cap high · governance · $350.00" in page
     assert "amount 600.00" in page  # the inserted row's values
     assert "You are the billing-care agent" in page  # the prompt
-    assert "issue_credit" in page and '"amount": 600' in r.text.replace("&quot;", '"')  # a call's arguments
+    assert "issue_credit" in page and '"amount": 600' in html.unescape(r.text)  # a call's arguments
     assert "Final message" in page
     assert "the record names damage" not in page  # the re-run labeller agrees with the stored verdict
     assert "DAMAGE" in page and "PASS" in text(clean.text)

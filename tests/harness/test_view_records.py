@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from agentrel.dsl.state import State, TableState
 from agentrel.harness.view.records import group_by_record
 from agentrel.harness.view.relabel import LabelledChange, Relabel
-from agentrel.harness.view.run_html import _diff
+from agentrel.harness.view.run_html import diff_html
 from agentrel.sandbox.environments.contract import RecordLink, record_link_problems, table_info
 
 INFOS = {
@@ -83,14 +83,14 @@ def test_a_cyclic_declaration_stops() -> None:
 
 def test_the_page_shows_each_record_with_its_changes_and_what_it_comes_to() -> None:
     ev = SimpleNamespace(relabel=Relabel(CHANGES, []), records=group_by_record(CHANGES, LINKS, BEFORE, AFTER))
-    html = _diff(ev, 0, "r1", "spec", {})
+    html = diff_html(ev, 0, "r1", "spec", {})
     assert "belong to 3 business record(s)" in html
     first = html.index('data-record="invoice:1"')
     second = html.index('data-record="invoice:2"')
     assert first < html.index('data-table="move_line" data-key="id=600"') < second
     assert "(id=601)" in html[first:second]  # the identical insert of the same record, folded
     assert "4 changed row(s) in invoice, move, move_line · 1 damage row(s), $100.00" in html
-    plain = _diff(SimpleNamespace(relabel=Relabel(CHANGES, [])), 0, "r1", "spec", {})
+    plain = diff_html(SimpleNamespace(relabel=Relabel(CHANGES, [])), 0, "r1", "spec", {})
     assert "business record" not in plain and "data-record" not in plain  # without links: as before
 
 
