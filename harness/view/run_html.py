@@ -197,7 +197,7 @@ def _call(c: dict[str, Any]) -> Call:
     result = _json(c.get("result")) if "result" in c else ""
     seconds = c.get("seconds")
     return Call(
-        ordinal=str(c.get("ordinal", "")),
+        ordinal="?" if c.get("ordinal") is None else str(c["ordinal"]),  # never a Python `None` on the page
         tool=str(c.get("tool", "?")),
         ok=bool(c.get("ok")),
         seconds=float(seconds) if isinstance(seconds, int | float) else None,

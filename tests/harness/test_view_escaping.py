@@ -25,7 +25,7 @@ from agentrel.harness.results.record import RunError, RunRecord
 from agentrel.harness.view.evidence import RunEvidence
 from agentrel.harness.view.records import BusinessRecord
 from agentrel.harness.view.relabel import LabelledChange, Relabel
-from agentrel.harness.view.run_html import LONG_RESULT, run_page
+from agentrel.harness.view.run_html import LONG_RESULT, run_page, transcript_html
 from tests.browser.support import DAMAGING, served, small_audit
 from tests.harness.test_view_folder import served_folder
 
@@ -319,3 +319,10 @@ def test_a_run_that_writes_markup_everywhere_is_served_as_text(marked_up, monkey
         r"<details><summary>result \((\d+) characters\)</summary><pre>(.*?)</pre>", r.text, re.S
     )
     assert folded and int(folded.group(1)) > LONG_RESULT and "&lt;script&gt;" in folded.group(2)
+
+
+def test_a_call_without_an_ordinal_reads_as_unknown_not_as_python():
+    """Issue 33.12: a Python `None` never reaches what a user reads."""
+    transcript = {"tool_calls": [{"tool": "lookup", "ok": True, "ordinal": None}, {"tool": "x", "ok": True}]}
+    shown = transcript_html(RunEvidence(None, transcript, None, None), None)
+    assert "None" not in shown and shown.count("#?") == 2
