@@ -51,6 +51,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def write_out_of_band(sandbox, name: str, statement: str) -> None:
+    """What someone holding the superuser's password can do to a template: reopen it, write, close it."""
+    with sandbox.dbs.admin() as conn:
+        conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+    with psycopg.connect(sandbox.server.conninfo(name), autocommit=True) as conn:
+        conn.execute(statement)
+    with sandbox.dbs.admin() as conn:
+        conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+
+
 @pytest.fixture(scope="module")
 def tcp_cluster(tmp_path_factory):
     server = LocalCluster(tmp_path_factory.mktemp("tcp-home"), port=free_port(), tcp=True)
@@ -130,15 +140,12 @@ def test_a_template_poisoned_out_of_band_is_rebuilt_before_the_next_audit_clones
 
     prepared = prepare(sandbox, load_suite(patterns=[TASK])[0])
     tpl = prepared.template
-    with sandbox.dbs.admin() as conn:
-        conn.execute(f'ALTER DATABASE "{tpl.name}" WITH ALLOW_CONNECTIONS true')
-    with psycopg.connect(sandbox.server.conninfo(tpl.name), autocommit=True) as conn:
-        conn.execute(
-            "INSERT INTO work_notes (record_table, record_id, author_id, note, created_at) "
-            "VALUES ('incidents', 7, 1, 'planted', '2026-03-02T09:00:00Z')"
-        )
-    with sandbox.dbs.admin() as conn:
-        conn.execute(f'ALTER DATABASE "{tpl.name}" WITH ALLOW_CONNECTIONS false')
+    write_out_of_band(
+        sandbox,
+        tpl.name,
+        "INSERT INTO work_notes (record_table, record_id, author_id, note, created_at) "
+        "VALUES ('incidents', 7, 1, 'planted', '2026-03-02T09:00:00Z')",
+    )
     assert sandbox.dbs.dump_template(tpl.name).digest() != tpl.digest
     databases._CHECKED.clear()  # a later audit invocation has checked nothing yet
 
@@ -167,12 +174,7 @@ def test_the_environment_record_reports_the_seed_digest_it_computed(sandbox):
     from agentrel.harness.protocol.environment import observe_environment
 
     tpl = sandbox.seed_template()
-    with sandbox.dbs.admin() as conn:
-        conn.execute(f'ALTER DATABASE "{tpl.name}" WITH ALLOW_CONNECTIONS true')
-    with psycopg.connect(sandbox.server.conninfo(tpl.name), autocommit=True) as conn:
-        conn.execute("UPDATE invoices SET amount = amount + 1 WHERE id = 1")
-    with sandbox.dbs.admin() as conn:
-        conn.execute(f'ALTER DATABASE "{tpl.name}" WITH ALLOW_CONNECTIONS false')
+    write_out_of_band(sandbox, tpl.name, "UPDATE invoices SET amount = amount + 1 WHERE id = 1")
     # the in-process memo says "checked" (this process built it): the record does not trust it
     observed = observe_environment(sandbox).get("seed_digest")
     assert observed is not None and observed.value == tpl.digest

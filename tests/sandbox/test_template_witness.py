@@ -14,6 +14,8 @@ import pytest
 from agentrel.sandbox import databases
 from agentrel.sandbox.databases import Template
 
+from .test_sealed_database import write_out_of_band
+
 TASK = "csm-double-charge"
 
 
@@ -50,12 +52,7 @@ def test_a_witnessed_template_is_taken_without_a_dump(sandbox, checked, monkeypa
 
 
 def test_a_template_reopened_written_and_closed_is_dumped_and_found(sandbox, checked, monkeypatch):
-    with sandbox.dbs.admin() as conn:
-        conn.execute(f'ALTER DATABASE "{checked.name}" WITH ALLOW_CONNECTIONS true')
-    with psycopg.connect(sandbox.server.conninfo(checked.name), autocommit=True) as conn:
-        conn.execute("UPDATE invoices SET amount = amount + 1 WHERE id = 1")
-    with sandbox.dbs.admin() as conn:
-        conn.execute(f'ALTER DATABASE "{checked.name}" WITH ALLOW_CONNECTIONS false')
+    write_out_of_band(sandbox, checked.name, "UPDATE invoices SET amount = amount + 1 WHERE id = 1")
     dumped = _no_dump(monkeypatch, sandbox)
     assert not sandbox.dbs._checked_template(checked.name, checked.digest)  # found changed: dropped
     assert dumped == [checked.name]
