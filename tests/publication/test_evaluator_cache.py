@@ -24,6 +24,9 @@ from .test_evaluator_digest import _copy_tree
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
     monkeypatch.setattr(file_digests, "RACY_S", 0.0)  # the copy was just written: settled at once here
+    # The import path without the current folder (pytest's): other tests write there while these run,
+    # and a folder on the path that changes is, rightly, a reason to derive again.
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p and os.path.abspath(p) != os.getcwd()])
     return _copy_tree(tmp_path / "tree")
 
 
