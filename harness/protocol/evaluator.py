@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from agentrel.harness.protocol import evaluator_cache, file_digests
 from agentrel.harness.protocol.canonical import canonical_hash
 from agentrel.harness.protocol.libraries import bind_libraries, library_inputs
-from agentrel.harness.protocol.sources import ENTRY_MODULES, default_roots, evaluated_sources
+from agentrel.harness.protocol.sources import ENTRY_MODULES, SourceSet, default_roots, evaluated_sources
 
 __all__ = [
     "ENTRY_MODULES",
@@ -62,21 +62,24 @@ def evaluator_manifest(
 
 def _derive(
     roots: Mapping[str, Path] | None, entries: tuple[str, ...]
-) -> tuple[EvaluatorManifest, list[Path]]:
-    """The manifest, and every file and folder it was derived from (what `evaluator_cache` witnesses)."""
-    tree = {**default_roots(), **(roots or {})}
-    found = evaluated_sources(tree, entries)
+) -> tuple[EvaluatorManifest, SourceSet]:
+    found = evaluated_sources(roots, entries)
     files = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in found.files}
     manifest = EvaluatorManifest(
         entries=tuple(entries),
         files=tuple(sorted(files.items())),
         libraries=bind_libraries(found.third_party),
     )
+    return manifest, found
+
+
+def _derived_from(tree: Mapping[str, Path], found: SourceSet) -> list[Path]:
+    """Every file and folder a manifest was derived from: what `evaluator_cache` witnesses."""
     read = [path for _, path in found.files]
     read += evaluator_cache.folders_under(tree.values())
     read += library_inputs(found.third_party)
     read += [Path(os.path.abspath(entry or ".")) for entry in sys.path]
-    return manifest, sorted(set(read))
+    return sorted(set(read))
 
 
 def remembered_manifest(
@@ -87,13 +90,16 @@ def remembered_manifest(
     """`evaluator_manifest`, taken from the cache (`evaluator_cache`) when nothing it was derived from
     has changed since a process derived it, and derived (and remembered) otherwise."""
     where = cache or file_digests.cache_file("evaluator")
-    want = evaluator_cache.key({**default_roots(), **(roots or {})}, entries)
+    tree = {**default_roots(), **(roots or {})}
+    want = evaluator_cache.key(tree, entries)
     if (known := evaluator_cache.recall(where, want)) is not None:
         with contextlib.suppress(ValueError):
             return EvaluatorManifest.model_validate(known)
     started = time.time_ns()
-    manifest, read = _derive(roots, entries)
-    evaluator_cache.remember(where, want, manifest.model_dump(mode="json"), read, started)
+    manifest, found = _derive(tree, entries)
+    evaluator_cache.remember(
+        where, want, manifest.model_dump(mode="json"), _derived_from(tree, found), started
+    )
     return manifest
 
 
