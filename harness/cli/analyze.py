@@ -52,7 +52,7 @@ def load(path: Path, allow_mixed: bool) -> LoadedInput:
 def publication_status(results: Path, workers: int | None = None) -> str:
     """Whether what `analyze` shows may be published (`agentrel publish` decides the same way)."""
     from agentrel.harness.errors import UserError
-    from agentrel.harness.publication.publish import eligibility_of, status_line
+    from agentrel.harness.publication.validate import eligibility_of, status_line
 
     directory = results if results.is_dir() else results.parent
     try:
