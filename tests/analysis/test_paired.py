@@ -69,3 +69,27 @@ def test_one_agent_has_no_paired_section(tmp_path):
     loaded = load_input(write_results(tmp_path / "r", [record("A", "t1", i) for i in range(1, 4)]))
     doc = build_document(analyze(loaded, n_boot=20, seed=0), {})
     assert "Paired differences" not in [s.title for s in doc.sections]
+
+
+def test_the_report_and_the_power_lines_read_one_computation(tmp_path, monkeypatch):
+    """`analyze` writes the section and prints the power lines from the same comparisons, computed once
+    per analysis (each was 0.8 s at 100,000 runs); a second analysis computes its own."""
+    import agentrel.analysis.pipeline as pipeline
+    from agentrel.analysis.report_paired import power_lines
+
+    calls = []
+
+    def counted(runs):
+        calls.append(len(runs))
+        return paired_differences(runs)
+
+    monkeypatch.setattr(pipeline, "paired_differences", counted)
+    result = analyze(_runs(tmp_path), n_boot=20, seed=0)
+    doc = build_document(result, {})
+    lines = power_lines(result)
+    assert len(calls) == 1
+    assert "Paired differences" in [s.title for s in doc.sections]
+    assert lines and lines[0].startswith("A − B (clean): damage +45.5 pp over 11 paired runs")
+    assert result.paired == paired_differences(result.loaded.runs)  # what a fresh computation gives
+    other = analyze(load_input(write_results(tmp_path / "one", [record("A", "t1", 1)])), n_boot=20, seed=0)
+    assert other.paired == [] and len(calls) == 2
