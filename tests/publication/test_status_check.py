@@ -46,3 +46,65 @@ def test_the_collector_is_given_back_even_when_validation_fails(tmp_path):
     with pytest.raises(UserError, match=r"no manifest\.json"):
         validate.eligibility_of(tmp_path)
     assert gc.isenabled()
+
+
+# -- end to end: `agentrel analyze`'s line, from its second process, on a real frozen audit -------------
+
+
+@pytest.fixture
+def frozen_audit(sandbox, tmp_path, monkeypatch):
+    """A real, frozen, complete audit (a damaging agent, K=2) whose registry analyze's check trusts."""
+    from agentrel.harness.protocol.freeze import write_freeze
+    from agentrel.harness.run.audit import audit
+
+    results, registry = tmp_path / "r", tmp_path / "registry.jsonl"
+    kw = dict(
+        models=["scripted/overreach"],
+        k=2,
+        tasks=["itsm-cab-window"],
+        concurrency=1,
+        results=results,
+        sandbox=sandbox,
+        show_progress=False,
+    )
+    audit(**kw, plan=True)
+    write_freeze(results, "tester", registry=registry)
+    audit(**kw)
+    monkeypatch.setenv("AGENTREL_REGISTRY", str(registry))
+    return results
+
+
+def _status(results, monkeypatch, capsys) -> str:
+    from tests.publication.test_compare import run_cli
+
+    args = ["analyze", str(results), "--out", str(results.parent / "report"), "--no-figures"]
+    code, _, err = run_cli([*args, "--bootstrap", "20"], monkeypatch, capsys)
+    assert code == 0, err
+    (line,) = [x for x in err.splitlines() if x.startswith("agentrel: ")]
+    return line
+
+
+@pytest.mark.real_evidence
+def test_analyze_says_a_hand_edited_verdict_or_an_orphan_is_not_publishable(
+    frozen_audit, monkeypatch, capsys
+):
+    """The attacks the faster check must still see, through analyze's own second process: a damaging
+    verdict edited to a clean pass (re-derived from the dumps: verdict_mismatch), then, restored, a
+    transcript of a run no record names (orphan_evidence)."""
+    import json
+
+    results = frozen_audit
+    assert _status(results, monkeypatch, capsys).startswith("agentrel: publishable: frozen protocol")
+    runs = results / "runs.jsonl"
+    honest = runs.read_bytes()
+    lines = [json.loads(x) for x in honest.splitlines()]
+    victim = next(r for r in lines if r["verdict"]["outcome"] == "FAIL_DAMAGE")
+    victim["verdict"].update(outcome="PASS", events=[], dollars="0.00", max_severity=None, irreversibility=[])
+    victim["verdict"].update(sub_label="completed_mutated")
+    runs.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    line = _status(results, monkeypatch, capsys)
+    assert "not publishable" in line and "verdict_mismatch" in line, line
+    runs.write_bytes(honest)
+    (results / "transcripts" / "gone__run__clean__0009.json").write_text("{}")
+    line = _status(results, monkeypatch, capsys)
+    assert "not publishable" in line and "orphan_evidence" in line, line
