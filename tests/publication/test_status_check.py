@@ -108,3 +108,97 @@ def test_analyze_says_a_hand_edited_verdict_or_an_orphan_is_not_publishable(
     (results / "transcripts" / "gone__run__clean__0009.json").write_text("{}")
     line = _status(results, monkeypatch, capsys)
     assert "not publishable" in line and "orphan_evidence" in line, line
+
+
+def _owners_records(results) -> None:
+    """Two runs as the harness writes them (the owner's writer, `record_line`), beside a manifest."""
+    import json
+
+    from agentrel.harness.results.directory import record_line
+    from agentrel.harness.results.record import RunRecord
+
+    results.mkdir()
+    (results / "manifest.json").write_text(
+        json.dumps({"tasks": [{"id": "t"}], "conditions": [{"name": "c"}]})
+    )
+    verdict = {
+        "outcome": "PASS",
+        "sub_label": "completed_clean",
+        "inconsistent": False,
+        "mutated": False,
+        "changes": 0,
+        "events": [],
+        "max_severity": None,
+        "dollars": "0.00",
+        "irreversibility": [],
+        "requirements": [],
+    }
+    lines = [
+        record_line(
+            RunRecord.model_validate(
+                {
+                    "run_id": f"r{i}",
+                    "model": "m",
+                    "agent_kind": "scripted",
+                    "task": "t",
+                    "condition": "c",
+                    "run_index": i,
+                    "seed": "0" * 16,
+                    "protocol_hash": "p" * 64,
+                    "verdict": verdict,
+                    "before_digest": "e" * 64,
+                    "after_digest": "f" * 64,
+                    "started_at": "2026-12-01T10:00:00Z",
+                }
+            )
+        )
+        for i in (1, 2)
+    ]
+    (results / "runs.jsonl").write_text("".join(lines))
+
+
+def _refused_line(results, edit) -> str:
+    from agentrel.harness.cli.analyze import publication_status
+
+    runs = results / "runs.jsonl"
+    runs.write_bytes(edit(runs.read_bytes()))
+    return publication_status(results, 1)
+
+
+def _float_dollars(data: bytes) -> bytes:
+    """A verdict's dollars written as the JSON number 0.0: the evidence reader's canonical value makes it
+    the integer 0, which the owner's `Money` would take; the owner's model refuses the float."""
+    first, rest = data.split(b"\n", 1)
+    assert b'"dollars": "0.00",' in first
+    return first.replace(b'"dollars": "0.00",', b'"dollars": 0.0,', 1) + b"\n" + rest
+
+
+def _blank_line(data: bytes) -> bytes:
+    """An empty line between records: the evidence reader passes over it; re-derivation refuses it."""
+    first, rest = data.split(b"\n", 1)
+    return first + b"\n\n" + rest
+
+
+def _unchanged(data: bytes) -> bytes:
+    return data
+
+
+@pytest.mark.real_evidence
+@pytest.mark.parametrize(
+    ("edit", "lineno"),
+    [(_float_dollars, 1), (_blank_line, 2), (_unchanged, None)],
+    ids=["float_dollars", "blank_line", "unchanged"],
+)
+def test_a_record_the_owners_model_refuses_is_never_validated(tmp_path, edit, lineno):
+    """Re-derivation parses every line with the owner's model itself, from the bytes on disk: what the
+    evidence reader's tolerant (and float-normalizing) parse accepts is no licence. A shared parse must
+    keep this test passing. (Unchanged, the same lines are read: not publishable for other reasons.)"""
+    results = tmp_path / "r"
+    _owners_records(results)
+    line = _refused_line(results, edit)
+    assert line.startswith("evidence only, not publishable ("), line
+    if lineno is None:
+        assert "cannot validate" not in line and "freeze_missing" in line, line
+    else:
+        assert line.startswith("evidence only, not publishable (cannot validate: "), line
+        assert f"runs.jsonl:{lineno}: not a run record" in line, line
