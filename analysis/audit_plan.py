@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from agentrel.analysis.required_k import required_k_from_counts
+from agentrel.analysis.required_k import RequiredK, required_k_from_counts
 
 PLAN_COLUMNS = (
     "model",
@@ -41,6 +41,9 @@ def audit_plan(cells: pd.DataFrame, target: float = 0.95, confidence: float = 0.
         raise ValueError(f"target must be in (0, 1), got {target}")
     alpha = 1 - Fraction(repr(target))
     rows: list[tuple[object, ...]] = []
+    # Pure in (x, n) at one alpha and confidence, and cells repeat the same counts (2,000 cells of 50
+    # runs: a few dozen distinct pairs), so each pair's answers are computed once.
+    answers: dict[tuple[int, int], tuple[RequiredK, RequiredK]] = {}
     for cell in cells.itertuples(index=False):
         n, x = int(cell.n), int(cell.x)
         cost = float(cell.cost_usd_mean)
@@ -49,8 +52,12 @@ def audit_plan(cells: pd.DataFrame, target: float = 0.95, confidence: float = 0.
             nan = np.nan
             rows.append((*head, nan, None, None, nan, nan, cost, nan, nan, int(cell.invalid)))
             continue
-        point = required_k_from_counts(x, n, alpha)
-        cons = required_k_from_counts(x, n, alpha, conservative=True, confidence=confidence)
+        if (x, n) not in answers:
+            answers[x, n] = (
+                required_k_from_counts(x, n, alpha),
+                required_k_from_counts(x, n, alpha, conservative=True, confidence=confidence),
+            )
+        point, cons = answers[x, n]
         rows.append(
             (
                 *head,

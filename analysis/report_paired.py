@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from agentrel.analysis.decisions.power import observed_power
 from agentrel.analysis.doc import Section, Table
-from agentrel.analysis.paired import PairedDifference, paired_differences
+from agentrel.analysis.paired import PairedDifference
 from agentrel.analysis.pipeline import Analysis
 
 
@@ -42,7 +42,7 @@ def _power(p: float | None) -> str:
 def power_lines(a: Analysis) -> list[str]:
     """One line per compared pair of agents (damage, every task): the power the comparison had."""
     out = []
-    for d in paired_differences(a.loaded.runs):
+    for d in a.paired:
         if d.task != "all" or d.axis != "damage":
             continue
         power = observed_power(d.pairs, d.a_only, d.b_only)
@@ -62,7 +62,7 @@ def power_lines(a: Analysis) -> list[str]:
 
 def paired_section(a: Analysis) -> Section | None:
     """None when fewer than two agents share a condition: there is nothing to pair."""
-    diffs = paired_differences(a.loaded.runs)
+    diffs = a.paired
     if not diffs:
         return None
     ordered = sorted(diffs, key=lambda d: (d.condition, d.a, d.b, d.task != "all", d.task, d.axis))

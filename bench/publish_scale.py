@@ -260,11 +260,11 @@ def canonical_ratio(runs: Path, sample: int = 2000) -> float:
 def main() -> None:
     # These synthetic records name placeholder dumps, so there is nothing to label again: re-derivation
     # is measured on a real audit's dumps by bench/relabel_scale.py.
-    import agentrel.harness.publication.publish as publish_module
+    import agentrel.harness.publication.validate as validate_module
 
-    # Patched by name: if publish stops calling it, the bench must fail here, not label placeholder dumps.
-    assert hasattr(publish_module, "rederive_outcomes"), "publish re-derives by another name now"
-    publish_module.rederive_outcomes = lambda results, manifest, workers=None: ([], None)  # type: ignore[assignment]
+    # Patched by name: if validation stops calling it, the bench must fail here, not label placeholder dumps.
+    assert hasattr(validate_module, "rederive_outcomes"), "validation re-derives by another name now"
+    validate_module.rederive_outcomes = lambda results, manifest, workers=None: ([], None)  # type: ignore[assignment]
     m = manifest()
     policy = load_policy()
     with tempfile.TemporaryDirectory() as tmp:

@@ -52,7 +52,7 @@ def load(path: Path, allow_mixed: bool) -> LoadedInput:
 def publication_status(results: Path, workers: int | None = None) -> str:
     """Whether what `analyze` shows may be published (`agentrel publish` decides the same way)."""
     from agentrel.harness.errors import UserError
-    from agentrel.harness.publication.publish import eligibility_of, status_line
+    from agentrel.harness.publication.validate import eligibility_of, status_line
 
     directory = results if results.is_dir() else results.parent
     try:
@@ -70,9 +70,13 @@ def publication_check(results: Path, wanted: bool) -> Iterator[Callable[[], str]
     if not wanted:
         yield None
         return
-    from agentrel.harness.publication.evidence import pool_context
+    import multiprocessing
 
-    pool = pool_context().Pool(1)  # its one worker reads and labels in process (workers=1)
+    # A fresh interpreter (never a fork of this process, whose status spinner is a thread), started
+    # without waiting: a forkserver that preloads the publication modules held this process up to 0.4 s
+    # before its own work; the worker imports what it needs while analysis runs. Its one worker reads and
+    # labels in process (workers=1).
+    pool = multiprocessing.get_context("spawn").Pool(1)
     try:
         pending = pool.apply_async(_status_here, (dict(os.environ), os.getcwd(), results))
 
@@ -87,8 +91,8 @@ def publication_check(results: Path, wanted: bool) -> Iterator[Callable[[], str]
 
 
 def _status_here(environ: dict[str, str], cwd: str, results: Path) -> str:
-    """`publication_status` in a worker forked from a server started earlier: with this process's
-    environment and directory (AGENTREL_HOME names the registry and the key it trusts), not the server's."""
+    """`publication_status` in the worker, with this process's environment and directory as they are
+    when the check starts (AGENTREL_HOME names the registry and the key it trusts)."""
     os.environ.clear()
     os.environ.update(environ)
     os.chdir(cwd)

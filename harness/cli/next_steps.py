@@ -73,8 +73,8 @@ def publication_lines(results: Path, options: list[str]) -> list[str]:
     """Whether `results` is publishable, in sentences; for an unfrozen audit, the plan-freeze-run-publish
     sequence for the same audit (`options`, from `given_options`) in a new directory."""
     from agentrel.harness.errors import UserError
-    from agentrel.harness.publication.publish import eligibility_of
     from agentrel.harness.publication.reasons import meaning
+    from agentrel.harness.publication.validate import eligibility_of
 
     try:
         proof = eligibility_of(results)

@@ -13,17 +13,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentrel.analysis.claims import ClaimResult, ClaimsFile
-from agentrel.analysis.claims_judge import judge_claims
-from agentrel.analysis.normalized import LoadedInput
 from agentrel.harness.protocol.claims import claims_problem, frozen_claims
 from agentrel.harness.protocol.freeze import Freeze
 from agentrel.harness.protocol.policy import Policy
-from agentrel.harness.publication.claims_versus import judge_versus
-from agentrel.harness.publication.compare_stats import PairedRun
 from agentrel.harness.publication.evidence import RecordFacts
 from agentrel.harness.publication.matrix_check import decide
+
+if TYPE_CHECKING:  # the judging below needs analysis's estimators; the check above does not import them
+    from agentrel.analysis.claims import ClaimResult, ClaimsFile
+    from agentrel.analysis.normalized import LoadedInput
+    from agentrel.harness.publication.compare_stats import PairedRun
 
 __all__ = ["claims_reasons", "judged_claims", "paired_runs"]
 
@@ -36,6 +37,8 @@ def claims_reasons(results: Path, freeze: Freeze | None) -> Counter[str]:
 
 def paired_runs(records: Sequence[RecordFacts]) -> dict[str, list[PairedRun]]:
     """Each agent's decisive valid runs as a comparison pairs them."""
+    from agentrel.harness.publication.compare_stats import PairedRun
+
     by_run: dict[str, list[RecordFacts]] = {}
     for rec in records:
         by_run.setdefault(rec.run_id, []).append(rec)
@@ -69,6 +72,9 @@ def judged_claims(
     claims = frozen_claims(results, freeze.claims_hash if freeze is not None else None)
     if claims is None:
         return None
+    from agentrel.analysis.claims_judge import judge_claims
+    from agentrel.harness.publication.claims_versus import judge_versus
+
     s = policy.scoring
     judged = judge_claims(claims, loaded, n_boot=s.axes_bootstrap, seed=s.axes_seed)
     if any(c.versus is not None for c in claims.claims):

@@ -7,7 +7,8 @@ reason). Superseded attempts count: a retry hides an error from every rate, neve
 test itself is analysis.error_budget.over_budget (exact rationals), shared with the report and `certify`.
 A budget the manifest holds in an unreadable form refuses publication (`error_budget_unreadable`).
 
-Only a manifest with a budget pays for this check: one pass over the attempts, O(runs).
+Only a manifest with a budget pays for this check: one pass over the attempts, O(runs); and only it
+imports analysis's test (with the tables it needs), which `analyze`'s status check otherwise never loads.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentrel.analysis.error_budget import check_budget, over_budget
 from agentrel.harness.results.status import NOT_EXPOSED
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ def read_budget(manifest: Mapping[str, Any]) -> tuple[float | None, bool]:
         return None, True
     if isinstance(raw, bool):
         return None, False
+    from agentrel.analysis.error_budget import check_budget
+
     try:
         return check_budget(raw), True
     except ValueError:
@@ -45,6 +47,8 @@ def check_error_budget(out: MatrixCheck, manifest: Mapping[str, Any], measured: 
         return
     if budget is None:
         return
+    from agentrel.analysis.error_budget import over_budget
+
     attempted: Counter[BudgetCell] = Counter()
     errored: Counter[BudgetCell] = Counter()
     for attempts in out.attempts.values():

@@ -235,7 +235,7 @@ class ResultsDir:
             os.close(fd)
 
     def _dump_files(self, digest: str) -> tuple[Path, Path]:
-        return self.dumps / f"{digest}.jsonl.gz", self.dumps / f"{digest}.delta.jsonl.gz"
+        return self.dumps / f"{digest}{layout.FULL_DUMP}", self.dumps / f"{digest}{layout.DELTA_DUMP}"
 
     def note_slots(self, facts: Sequence[BaseModel]) -> None:
         """Where remote executor slots ran (host, actor, Postgres version), one line per slot and
@@ -323,10 +323,10 @@ class ResultsDir:
         return state
 
     def transcript_path(self, rid: str, attempt: int) -> Path:
-        return self.transcripts / (f"{rid}.json" if attempt == 1 else f"{rid}.attempt{attempt}.json")
+        return self.transcripts / layout.transcript_name(rid, attempt)
 
     def receipt_path(self, rid: str, attempt: int) -> Path:
-        return self.receipts / f"{rid}.{attempt}.jsonl"
+        return self.receipts / layout.receipt_log_name(rid, attempt)
 
     def keep_receipts(self, rid: str, attempt: int, data: bytes) -> None:
         """The receipt log of a fault attempt as its slot fsynced it, when the slot ran on another machine

@@ -31,3 +31,16 @@ TRANSCRIPTS = "transcripts"
 RECEIPTS = "receipts"
 LOCK = ".lock"
 REGISTRY_POINTER = "registry.txt"
+
+FULL_DUMP = ".jsonl.gz"  # dumps/<digest>.jsonl.gz: a task template's state in full
+DELTA_DUMP = ".delta.jsonl.gz"  # dumps/<digest>.delta.jsonl.gz: a run's state as a delta against it
+
+
+def transcript_name(run_id: str, attempt: int) -> str:
+    """The file name of an attempt's transcript in transcripts/."""
+    return f"{run_id}.json" if attempt == 1 else f"{run_id}.attempt{attempt}.json"
+
+
+def receipt_log_name(run_id: str, attempt: int) -> str:
+    """The file name of a fault attempt's receipt log in receipts/."""
+    return f"{run_id}.{attempt}.jsonl"

@@ -133,3 +133,33 @@ def test_detection_probability():
     assert np.allclose(detection_probability(0.2, k), 1 - 0.8**k)
     assert detection_probability(0.0, 5) == 0.0
     assert detection_probability(1.0, 1) == 1.0
+
+
+def test_the_audit_plan_gives_each_cell_its_own_counts_answer():
+    """The plan computes each (x, n) once and reuses it: every row still equals that cell's own
+    answer, including cells that share x but not n, or n but not x."""
+    import pandas as pd
+
+    from agentrel.analysis.audit_plan import audit_plan
+
+    counts = [(1, 50), (1, 50), (1, 40), (3, 50), (0, 50), (0, 7), (3, 50), (50, 50)]
+    cells = pd.DataFrame(
+        {
+            "model": "m",
+            "agent_kind": "model",
+            "task": [f"t{i}" for i in range(len(counts))],
+            "condition": "clean",
+            "n": [n for _, n in counts],
+            "x": [x for x, _ in counts],
+            "cost_usd_mean": 0.01,
+            "invalid": 0,
+        }
+    )
+    plan = audit_plan(cells, target=0.95, confidence=0.9)
+    for row, (x, n) in zip(plan.itertuples(index=False), counts, strict=True):
+        point = required_k_from_counts(x, n, Fraction(1, 20))
+        cons = required_k_from_counts(x, n, Fraction(1, 20), conservative=True, confidence=0.9)
+        assert (row.x, row.n) == (x, n)
+        assert (None if pd.isna(row.k_point) else row.k_point) == point.k
+        assert (None if pd.isna(row.k_conservative) else row.k_conservative) == cons.k
+        assert row.p_upper == point.p_upper or (pd.isna(row.p_upper) and point.p_upper is None)

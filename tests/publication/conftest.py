@@ -42,17 +42,19 @@ def synthetic_evidence() -> Iterator[None]:
     there is nothing to label again: those tests check the validator's other rules (session-wide, so
     module-scoped fixtures that publish see it too). Re-derivation is checked on real audits, in tests
     marked `real_evidence` (test_rederive.py, test_publish_audit.py), which get the real step back."""
-    import agentrel.harness.publication.publish as publish_module
+    import agentrel.harness.publication.validate as validate_module
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(publish_module, "rederive_outcomes", lambda results, manifest, workers=None: ([], None))
+        patch.setattr(
+            validate_module, "rederive_outcomes", lambda results, manifest, workers=None: ([], None)
+        )
         yield
 
 
 @pytest.fixture(autouse=True)
 def real_evidence(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("real_evidence") is not None:
-        import agentrel.harness.publication.publish as publish_module
+        import agentrel.harness.publication.validate as validate_module
         from agentrel.harness.publication.rederive import rederive_outcomes
 
-        monkeypatch.setattr(publish_module, "rederive_outcomes", rederive_outcomes)
+        monkeypatch.setattr(validate_module, "rederive_outcomes", rederive_outcomes)
