@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import gc
 import os
 import time
 from collections.abc import Iterator
@@ -38,16 +37,11 @@ from agentrel.harness.results import layout
 __all__ = ["Validated", "eligibility_of", "evidence_held", "shared_lock", "status_line", "validate"]
 
 
-@contextlib.contextmanager
-def evidence_held() -> Iterator[None]:
-    """While the evidence is validated and scored: its facts (one per record) live until the end, so keep
-    them out of the cyclic collector's full passes, as the audit does with its template dumps; the
-    collector gets them back afterwards."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
+def evidence_held() -> contextlib.AbstractContextManager[None]:
+    """While the evidence is validated and scored: its facts and records (one each per record) pile up
+    until the end, so the cyclic collector pauses (`collector_paused`) rather than walk them again at
+    each full pass; it resumes afterwards."""
+    return collector_paused()
 
 
 @contextlib.contextmanager
