@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import sys
 
@@ -116,6 +118,10 @@ def _show_notices() -> None:
 
 
 def main() -> None:
+    # At exit, what is still alive is left to the operating system: the interpreter's last collection
+    # would walk all of it (0.6 s after a 100,000-run analysis) to free memory the process is giving up.
+    # Registered first, so it runs after every other exit handler (tool servers, Tryton) has run.
+    atexit.register(gc.freeze)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     _show_notices()
     try:
