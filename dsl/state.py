@@ -191,9 +191,13 @@ def _write_gz(path: Path, lines: Iterable[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # A unique temporary name: concurrent writers of the same content-addressed file must not collide.
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=3) as gz:
-        gz.write("".join(line + "\n" for line in lines).encode())
-    tmp.replace(path)
+    try:
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=3) as gz:
+            gz.write("".join(line + "\n" for line in lines).encode())
+        tmp.replace(path)
+    except BaseException:  # a full disk mid-write: no half-written file is left beside the dumps
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_delta(path: Path, base: State) -> State:

@@ -262,8 +262,12 @@ class ResultsDir:
         try:
             if copy_from is not None and copy_from.exists():
                 tmp = self.dumps / f"{digest}.{os.getpid()}.copy.tmp"
-                shutil.copyfile(copy_from, tmp)
-                tmp.replace(full)
+                try:
+                    shutil.copyfile(copy_from, tmp)
+                    tmp.replace(full)
+                except OSError:
+                    tmp.unlink(missing_ok=True)
+                    raise
             elif base is None:
                 state.save(full)
             else:

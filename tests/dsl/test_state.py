@@ -312,3 +312,24 @@ def test_a_bad_delta_header_or_digest(tmp_path: Path) -> None:
         delta_error(path, base)
         == f"{path}:1: the rebuilt state does not match digest {header['digest'][:12]}"
     )
+
+
+def test_a_dump_cut_short_by_a_full_disk_leaves_no_half_written_file(tmp_path: Path, monkeypatch) -> None:
+    """The disk fills mid-write (a full-disk audit): the save fails, and neither the dump nor its temporary
+    file is left beside the others (an audit that exits on a full disk leaves only whole files)."""
+    import errno
+
+    real_write = gzip.GzipFile.write
+
+    def full(self: gzip.GzipFile, data: bytes) -> int:
+        real_write(self, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gzip.GzipFile, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        base_state().save(tmp_path / "d.jsonl.gz")
+    with pytest.raises(OSError, match="No space left"):
+        changed(base_state(), put=[("tickets", ticket(9))]).save_delta(
+            tmp_path / "e.delta.jsonl.gz", base_state()
+        )
+    assert list(tmp_path.iterdir()) == []

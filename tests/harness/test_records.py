@@ -42,3 +42,27 @@ def test_a_delta_against_another_base_is_refused(tmp_path):
 
     with pytest.raises(DumpFormatError, match="delta is against"):
         load_delta(tmp_path / "dumps" / f"{digest}.delta.jsonl.gz", generate("another-seed"))
+
+
+def test_a_template_dump_copied_onto_a_full_disk_leaves_no_half_written_file(tmp_path, monkeypatch):
+    """The cached template dump is copied into the results; the disk fills mid-copy: the audit says so
+    (EnvironmentFailure, exit 4) and leaves only whole files behind."""
+    import errno
+    import shutil
+
+    from agentrel.harness.errors import EnvironmentFailure
+
+    base = generate()
+    cached = tmp_path / "cache.jsonl.gz"
+    base.save(cached)
+    rd = ResultsDir(tmp_path / "r")
+    rd.open()
+
+    def full(src, dst):
+        (tmp_path / "r" / "dumps" / dst.name).write_bytes(cached.read_bytes()[:100])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    with pytest.raises(EnvironmentFailure, match="No space left"):
+        rd.store_dump(base, copy_from=cached)
+    assert list((tmp_path / "r" / "dumps").iterdir()) == []
