@@ -38,9 +38,10 @@ __all__ = ["Validated", "eligibility_of", "evidence_held", "shared_lock", "statu
 
 
 def evidence_held() -> contextlib.AbstractContextManager[None]:
-    """While the evidence is validated and scored: its facts and records (one each per record) pile up
-    until the end, so the cyclic collector pauses (`collector_paused`) rather than walk them again at
-    each full pass; it resumes afterwards."""
+    """While the evidence is validated and scored: reading builds a few hundred thousand acyclic objects
+    per 100,000 records (facts, records, their verdicts) that all survive it, and each collection in
+    between would only re-scan them (more than half of the check's time at 100,000 runs,
+    bench/analysis_scale.py), so the cyclic collector pauses (`collector_paused`); it resumes after."""
     return collector_paused()
 
 
@@ -85,22 +86,7 @@ def validate(
     registry: Path,
     trusted: str | None,
 ) -> Validated:
-    """Read and validate (the caller holds the lock and keeps the evidence held). The cyclic collector is
-    held meanwhile: reading builds a few hundred thousand acyclic objects per 100,000 records (facts,
-    records, their verdicts) that all survive it, and each collection in between only re-scanned them
-    (more than half of the check's time at 100,000 runs, bench/analysis_scale.py)."""
-    with collector_paused():
-        return _validate(results, policy, workers, clock, registry, trusted)
-
-
-def _validate(
-    results: Path,
-    policy: Policy,
-    workers: int | None,
-    clock: dict[str, float],
-    registry: Path,
-    trusted: str | None,
-) -> Validated:
+    """Read and validate; the caller holds the lock (`shared_lock`) and the evidence (`evidence_held`)."""
     manifest = planned_manifest(results)
     freeze = load_freeze(results)
     state = verify(registry, trusted)  # a registry that does not verify is refused here

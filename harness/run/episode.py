@@ -74,7 +74,8 @@ def acting_user(sb: Sandbox, task: Task, template: Template, before: State | Non
     A user not there is refused."""
 
     def resolve() -> int | None:
-        return sb.env.acting_user(before or sb.dbs.template_state(template), task.acting_user)
+        state = before if before is not None else sb.dbs.template_state(template)
+        return sb.env.acting_user(state, task.acting_user)
 
     key = f"acting_user:{task.acting_user}"
     found = sb.dbs.derived(template, key, resolve, fresh=before is not None)  # a run asks its own dump
