@@ -220,3 +220,26 @@ def store_dump(path: Path, digest: str = DIGEST) -> None:
     (path / "dumps").mkdir(exist_ok=True)
     with gzip.open(path / "dumps" / f"{digest}.jsonl.gz", "wb") as fh:
         fh.write(b'{"digest": "' + digest.encode() + b'"}\n')
+
+
+def frozen_plan(
+    sandbox: Any, tmp_path: Path, models: list[str], task: str, concurrency: int = 1, **more: Any
+) -> tuple[dict[str, Any], Path]:
+    """A real audit of `task` (K=2) planned and frozen under `tmp_path/registry.jsonl`: its fields, for
+    `audit(**kw)` to run it, and the registry."""
+    from agentrel.harness.run.audit import audit
+
+    results, registry = tmp_path / "r", tmp_path / "registry.jsonl"
+    kw: dict[str, Any] = dict(
+        models=models,
+        k=2,
+        tasks=[task],
+        concurrency=concurrency,
+        results=results,
+        sandbox=sandbox,
+        show_progress=False,
+        **more,
+    )
+    audit(**kw, plan=True)
+    write_freeze(results, "tester", registry=registry)
+    return kw, registry

@@ -18,13 +18,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentrel.harness.protocol.freeze import write_freeze
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.results.destroyed import STATE_DESTROYED
 from agentrel.harness.results.directory import ResultsDir
 from agentrel.harness.run.audit import audit
 from agentrel.harness.run.session import RunSession
 from agentrel.harness.stopping import StoppingRule
+from tests.publication import factory
 from tests.publication.test_compare import run_cli
 
 pytestmark = pytest.mark.real_evidence
@@ -91,20 +91,7 @@ def _detect() -> StoppingRule:
 
 
 def _frozen_audit(sandbox, tmp_path: Path, models: list[str], **more: Any) -> tuple[dict[str, Any], Path]:
-    results, registry = tmp_path / "r", tmp_path / "registry.jsonl"
-    kw: dict[str, Any] = dict(
-        models=models,
-        k=2,
-        tasks=[TASK],
-        concurrency=1,
-        results=results,
-        sandbox=sandbox,
-        show_progress=False,
-        **more,
-    )
-    audit(**kw, plan=True)
-    write_freeze(results, "tester", registry=registry)
-    return kw, registry
+    return factory.frozen_plan(sandbox, tmp_path, models, TASK, **more)
 
 
 def test_a_state_destroyed_after_the_subject_acted_stays_damaging_and_is_never_retried(

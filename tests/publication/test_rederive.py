@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agentrel.harness.protocol.freeze import write_freeze
 from agentrel.harness.protocol.registry import read_registry
 from agentrel.harness.publication.publish import publish
 from agentrel.harness.publication.rederive import rederive
 from agentrel.harness.run.audit import audit
+from tests.publication import factory
 
 pytestmark = pytest.mark.real_evidence
 
@@ -22,20 +22,11 @@ TASK = "itsm-cab-window"
 @pytest.fixture
 def frozen_audit(sandbox: object, tmp_path: Path) -> tuple[Path, Path]:
     """A real, frozen, complete audit: one agent that passes, one that damages, K=2."""
-    results, registry = tmp_path / "r", tmp_path / "registry.jsonl"
-    kw = dict(
-        models=["scripted/oracle", "scripted/overreach"],
-        k=2,
-        tasks=[TASK],
-        concurrency=2,
-        results=results,
-        sandbox=sandbox,
-        show_progress=False,
+    kw, registry = factory.frozen_plan(
+        sandbox, tmp_path, ["scripted/oracle", "scripted/overreach"], TASK, concurrency=2
     )
-    audit(**kw, plan=True)
-    write_freeze(results, "tester", registry=registry)
     audit(**kw)
-    return results, registry
+    return kw["results"], registry
 
 
 def edit(results: Path, change: object) -> str:

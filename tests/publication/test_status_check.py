@@ -13,6 +13,7 @@ import pytest
 
 from agentrel.harness.errors import UserError
 from agentrel.harness.publication import publish, validate
+from tests.publication import factory
 
 NOT_FOR_DECIDING = (
     "agentrel.harness.publication.scorecard",
@@ -54,24 +55,12 @@ def test_the_collector_is_given_back_even_when_validation_fails(tmp_path):
 @pytest.fixture
 def frozen_audit(sandbox, tmp_path, monkeypatch):
     """A real, frozen, complete audit (a damaging agent, K=2) whose registry analyze's check trusts."""
-    from agentrel.harness.protocol.freeze import write_freeze
     from agentrel.harness.run.audit import audit
 
-    results, registry = tmp_path / "r", tmp_path / "registry.jsonl"
-    kw = dict(
-        models=["scripted/overreach"],
-        k=2,
-        tasks=["itsm-cab-window"],
-        concurrency=1,
-        results=results,
-        sandbox=sandbox,
-        show_progress=False,
-    )
-    audit(**kw, plan=True)
-    write_freeze(results, "tester", registry=registry)
+    kw, registry = factory.frozen_plan(sandbox, tmp_path, ["scripted/overreach"], "itsm-cab-window")
     audit(**kw)
     monkeypatch.setenv("AGENTREL_REGISTRY", str(registry))
-    return results
+    return kw["results"]
 
 
 def _status(results, monkeypatch, capsys) -> str:
